@@ -1,0 +1,2 @@
+//! tfrs
+pub mod spec;

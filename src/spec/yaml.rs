@@ -1,0 +1,457 @@
+//! A YAML document tree that remembers where every node came from.
+//!
+//! Specs are parsed into this tree (not straight into Rust types) so that validation can report
+//! every problem with its file, line and column, and so that overlays can be merged while each
+//! value keeps the location of the layer that set it.
+
+use granit_parser::{Event, Parser, ScalarStyle};
+use std::collections::HashMap;
+
+/// Where a node starts: a file (an index into the caller's file table), a line and a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Origin {
+    /// Index of the source file in [`super::Bundle::files`].
+    pub file: usize,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+}
+
+/// A YAML value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// `null`, `~` or nothing.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A floating-point number.
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// A sequence.
+    Seq(Vec<Node>),
+    /// A mapping with string keys, in source order.
+    Map(Vec<(Key, Node)>),
+}
+
+/// A mapping key and where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Key {
+    /// The key text.
+    pub name: String,
+    /// Where the key starts.
+    pub origin: Origin,
+}
+
+/// A YAML node: a value, its origin, and for plain scalars the text as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// The resolved value.
+    pub value: Value,
+    /// Where the node starts.
+    pub origin: Origin,
+    /// The source text of a plain (unquoted) scalar, used to accept `tag: 1.10` as the string
+    /// `"1.10"` where a string is expected.
+    pub plain: Option<String>,
+    /// Whether the scalar was written as a `|` or `>` block (its content starts on the next line).
+    pub block: bool,
+}
+
+/// A problem found while parsing YAML.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseError {
+    /// Where the problem is.
+    pub origin: Origin,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Upper bound on nodes per file, so alias expansion cannot blow up memory ("billion laughs").
+const MAX_NODES: usize = 1_000_000;
+
+impl Node {
+    /// A node with no plain text.
+    #[must_use]
+    pub fn new(value: Value, origin: Origin) -> Self {
+        Node { value, origin, plain: None, block: false }
+    }
+
+    /// The entry of a map node under `key`, if this is a map and has it.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match &self.value {
+            Value::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The key entry of a map node under `key`.
+    #[must_use]
+    pub fn get_key(&self, key: &str) -> Option<&Key> {
+        match &self.value {
+            Value::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(k, _)| k),
+            _ => None,
+        }
+    }
+
+    /// The string value, if this is a string.
+    #[must_use]
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A short description for "found ..." messages: `"two"`, `a map`, `null`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match &self.value {
+            Value::Null => "null".to_owned(),
+            Value::Bool(b) => b.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::Float(f) => self.plain.clone().unwrap_or_else(|| f.to_string()),
+            Value::Str(s) => {
+                let mut shown: String = s.chars().take(40).collect();
+                if shown.len() < s.len() {
+                    shown.push('…');
+                }
+                format!("{shown:?}")
+            }
+            Value::Seq(_) => "a list".to_owned(),
+            Value::Map(_) => "a map".to_owned(),
+        }
+    }
+
+    /// Converts the tree into JSON, for deserializing into typed specs.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i) => J::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(entries) => J::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.name.clone(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn count(&self) -> usize {
+        match &self.value {
+            Value::Seq(items) => 1 + items.iter().map(Node::count).sum::<usize>(),
+            Value::Map(entries) => 1 + entries.iter().map(|(_, v)| v.count()).sum::<usize>(),
+            _ => 1,
+        }
+    }
+}
+
+/// Resolves a plain scalar by the YAML 1.2 core schema.
+fn resolve_plain(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Value::Float(f64::INFINITY),
+        "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
+        _ => {}
+    }
+    if let Some(octal) = text.strip_prefix("0o") {
+        if let Ok(i) = i64::from_str_radix(octal, 8) {
+            return Value::Int(i);
+        }
+    }
+    if let Some(hex) = text.strip_prefix("0x") {
+        if let Ok(i) = i64::from_str_radix(hex, 16) {
+            return Value::Int(i);
+        }
+    }
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(i) = text.parse::<i64>() {
+            return Value::Int(i);
+        }
+    }
+    if is_core_float(digits) {
+        if let Ok(f) = text.parse::<f64>() {
+            return Value::Float(f);
+        }
+    }
+    Value::Str(text.to_owned())
+}
+
+/// `(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`, the core-schema float (sign stripped).
+fn is_core_float(text: &str) -> bool {
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(at) => (&text[..at], Some(&text[at + 1..])),
+        None => (text, None),
+    };
+    let mantissa_ok = match mantissa.split_once('.') {
+        Some((int, frac)) => {
+            (!int.is_empty() || !frac.is_empty())
+                && int.bytes().all(|b| b.is_ascii_digit())
+                && frac.bytes().all(|b| b.is_ascii_digit())
+                && !(int.is_empty() && frac.is_empty())
+        }
+        None => !mantissa.is_empty() && mantissa.bytes().all(|b| b.is_ascii_digit()),
+    };
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
+        !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit())
+    });
+    mantissa_ok && exponent_ok && (mantissa.contains('.') || exponent.is_some())
+}
+
+/// Parses every document of a YAML stream.
+///
+/// Empty documents (a lone `---`, comments only) are skipped.
+///
+/// # Errors
+///
+/// The first syntax error ends parsing (the parser cannot recover); structural problems such as
+/// duplicate keys or non-string keys are collected and parsing goes on.
+pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
+    let mut builder = Builder { file, anchors: HashMap::new(), errors: Vec::new(), nodes: 0 };
+    let mut documents = Vec::new();
+    let mut stack: Vec<Frame> = Vec::new();
+    for next in Parser::new_from_str(text) {
+        let (event, span) = match next {
+            Ok(pair) => pair,
+            Err(error) => {
+                let marker = error.marker();
+                builder.errors.push(ParseError {
+                    origin: Origin { file, line: marker.line(), column: marker.col() + 1 },
+                    message: format!("invalid YAML: {}", error.info()),
+                });
+                return Err(builder.errors);
+            }
+        };
+        let origin = Origin { file, line: span.start.line(), column: span.start.col() + 1 };
+        let completed = match event {
+            Event::StreamStart | Event::StreamEnd | Event::DocumentStart(..) => None,
+            Event::DocumentEnd => None,
+            #[allow(unreachable_patterns)]
+            Event::Anchor(..) => None,
+            Event::Alias(id) => match builder.anchors.get(&id) {
+                Some(node) => {
+                    let mut node = node.clone();
+                    builder.nodes += node.count();
+                    node.origin = origin;
+                    Some(node)
+                }
+                None => {
+                    builder.error(origin, "invalid YAML: alias to an unknown anchor".to_owned());
+                    Some(Node::new(Value::Null, origin))
+                }
+            },
+            Event::UnresolvedAlias(name) => {
+                builder.error(origin, format!("invalid YAML: alias `*{name}` has no anchor"));
+                Some(Node::new(Value::Null, origin))
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                let tag = tag.map(|t| t.to_string());
+                let node = builder.scalar(&text, style, tag.as_deref(), origin);
+                builder.nodes += 1;
+                builder.remember(anchor, &node);
+                Some(node)
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                stack.push(Frame::Seq { anchor, origin, items: Vec::new() });
+                None
+            }
+            Event::MappingStart(_, anchor, _) => {
+                stack.push(Frame::Map { anchor, origin, entries: Vec::new(), key: None });
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some(Frame::Seq { anchor, origin, items }) => {
+                    let node = Node::new(Value::Seq(items), origin);
+                    builder.remember(anchor, &node);
+                    Some(node)
+                }
+                Some(Frame::Map { anchor, origin, entries, .. }) => {
+                    let node = Node::new(Value::Map(entries), origin);
+                    builder.remember(anchor, &node);
+                    Some(node)
+                }
+                None => None,
+            },
+            #[allow(unreachable_patterns)]
+            _ => None,
+        };
+        if builder.nodes > MAX_NODES {
+            builder.error(origin, format!("document too large: more than {MAX_NODES} nodes after expanding aliases"));
+            return Err(builder.errors);
+        }
+        if let Some(node) = completed {
+            match stack.last_mut() {
+                None => documents.push(node),
+                Some(Frame::Seq { items, .. }) => items.push(node),
+                Some(Frame::Map { entries, key, .. }) => match key.take() {
+                    None => match &node.value {
+                        Value::Str(name) => *key = Some(Key { name: name.clone(), origin: node.origin }),
+                        Value::Seq(_) | Value::Map(_) => {
+                            builder.error(node.origin, "invalid YAML: a map key must be a string, found a collection".to_owned());
+                            *key = Some(Key { name: String::new(), origin: node.origin });
+                        }
+                        _ => {
+                            // NB: `8080: x` is a valid key in YAML; Kubernetes and our schema use
+                            // string keys, so the key's text stands in.
+                            let name = node.plain.clone().unwrap_or_default();
+                            *key = Some(Key { name, origin: node.origin });
+                        }
+                    },
+                    Some(k) => {
+                        if let Some((first, _)) = entries.iter().find(|(e, _)| e.name == k.name) {
+                            let message = format!(
+                                "duplicate key `{}` (first set at line {}, column {})",
+                                k.name, first.origin.line, first.origin.column
+                            );
+                            builder.error(k.origin, message);
+                        } else {
+                            entries.push((k, node));
+                        }
+                    }
+                },
+            }
+        }
+    }
+    if builder.errors.is_empty() {
+        documents.retain(|d| d.value != Value::Null);
+        Ok(documents)
+    } else {
+        Err(builder.errors)
+    }
+}
+
+enum Frame {
+    Seq { anchor: usize, origin: Origin, items: Vec<Node> },
+    Map { anchor: usize, origin: Origin, entries: Vec<(Key, Node)>, key: Option<Key> },
+}
+
+struct Builder {
+    file: usize,
+    anchors: HashMap<usize, Node>,
+    errors: Vec<ParseError>,
+    nodes: usize,
+}
+
+impl Builder {
+    fn error(&mut self, origin: Origin, message: String) {
+        debug_assert_eq!(origin.file, self.file);
+        self.errors.push(ParseError { origin, message });
+    }
+
+    fn remember(&mut self, anchor: usize, node: &Node) {
+        if anchor != 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+    }
+
+    fn scalar(&mut self, text: &str, style: ScalarStyle, tag: Option<&str>, origin: Origin) -> Node {
+        let plain = matches!(style, ScalarStyle::Plain);
+        let suffix = tag.map(|t| t.rsplit(':').next().unwrap_or(t).trim_start_matches('!'));
+        let value = match suffix {
+            None if plain => resolve_plain(text),
+            None => Value::Str(text.to_owned()),
+            Some("str") => Value::Str(text.to_owned()),
+            Some(kind @ ("int" | "float" | "bool" | "null")) => {
+                let value = resolve_plain(text);
+                let matches = matches!(
+                    (kind, &value),
+                    ("int", Value::Int(_)) | ("float", Value::Float(_) | Value::Int(_)) | ("bool", Value::Bool(_)) | ("null", Value::Null)
+                );
+                if !matches {
+                    self.error(origin, format!("invalid YAML: `{text}` is not a valid !!{kind}"));
+                }
+                match (kind, value) {
+                    ("float", Value::Int(i)) => Value::Float(i as f64),
+                    (_, value) => value,
+                }
+            }
+            Some(other) => {
+                self.error(origin, format!("unsupported YAML tag `!{other}`"));
+                Value::Str(text.to_owned())
+            }
+        };
+        let block = matches!(style, ScalarStyle::Literal | ScalarStyle::Folded);
+        Node { value, origin, plain: plain.then(|| text.to_owned()), block }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str) -> Node {
+        parse(0, text).expect("valid yaml").remove(0)
+    }
+
+    #[test]
+    fn resolves_core_schema_scalars() {
+        let doc = one("a: 1\nb: 1.5\nc: true\nd: ~\ne: '1'\nf: yes\ng: 1.10\nh: 0x1f\n");
+        assert_eq!(doc.get("a").map(|n| &n.value), Some(&Value::Int(1)));
+        assert_eq!(doc.get("b").map(|n| &n.value), Some(&Value::Float(1.5)));
+        assert_eq!(doc.get("c").map(|n| &n.value), Some(&Value::Bool(true)));
+        assert_eq!(doc.get("d").map(|n| &n.value), Some(&Value::Null));
+        assert_eq!(doc.get("e").map(|n| &n.value), Some(&Value::Str("1".into())));
+        // YAML 1.2: `yes` is a string, not a boolean.
+        assert_eq!(doc.get("f").map(|n| &n.value), Some(&Value::Str("yes".into())));
+        assert_eq!(doc.get("g").and_then(|n| n.plain.clone()), Some("1.10".into()));
+        assert_eq!(doc.get("h").map(|n| &n.value), Some(&Value::Int(31)));
+    }
+
+    #[test]
+    fn records_line_and_column() {
+        let doc = one("spec:\n  postgresql:\n    instances: two\n");
+        let node = doc.get("spec").and_then(|s| s.get("postgresql")).and_then(|p| p.get("instances"));
+        let origin = node.map(|n| n.origin).expect("present");
+        assert_eq!((origin.line, origin.column), (3, 16));
+        let key = doc.get("spec").and_then(|s| s.get("postgresql")).and_then(|p| p.get_key("instances"));
+        assert_eq!(key.map(|k| (k.origin.line, k.origin.column)), Some((3, 5)));
+    }
+
+    #[test]
+    fn reports_duplicate_keys() {
+        let errors = parse(0, "a: 1\nb: 2\na: 3\n").expect_err("duplicate");
+        assert_eq!(errors[0].origin.line, 3);
+        assert!(errors[0].message.contains("duplicate key `a`"), "{}", errors[0].message);
+    }
+
+    #[test]
+    fn expands_aliases_and_splits_documents() {
+        let docs = parse(0, "a: &x {b: 1}\nc: *x\n---\n---\nd: 2\n").expect("valid");
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].get("c").and_then(|c| c.get("b")).map(|n| &n.value), Some(&Value::Int(1)));
+    }
+
+    #[test]
+    fn reports_syntax_errors_with_location() {
+        let errors = parse(0, "a: [1, 2\nb: 3\n").expect_err("syntax");
+        assert!(errors[0].message.starts_with("invalid YAML"));
+        assert!(errors[0].origin.line >= 1);
+    }
+
+    #[test]
+    fn bounds_alias_expansion() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..8 {
+            let prev = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        let errors = parse(0, &text).expect_err("too large");
+        assert!(errors[0].message.contains("too large"));
+    }
+}
