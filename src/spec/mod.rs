@@ -1,3 +1,12 @@
-//! The input model and its loading and validation.
+//! The input model and its loading and validation. No I/O: files arrive in a [`Bundle`].
+pub mod bundle;
+pub mod check;
+pub mod diagnostic;
+pub mod load;
 pub mod model;
+pub mod schema;
 pub mod yaml;
+
+pub use bundle::{Bundle, SourceFile};
+pub use diagnostic::Diagnostic;
+pub use load::{Loaded, Object, Spec, load};

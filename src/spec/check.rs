@@ -1,0 +1,454 @@
+//! Checks across fields and objects that a schema cannot express: references, namespaces,
+//! personal tenants, shared middleware, secret sources, ConfzData TOML.
+
+use super::diagnostic::{Diagnostic, FileTable, did_you_mean};
+use super::load::{Object, Spec};
+use super::model::{ClusterSpec, GitopsEngine, Issuer, IngressType, SealingBackend, SecretSource, ServerSpec, TenantSpec, TenantType};
+use super::schema::is_dns_label;
+use std::collections::BTreeMap;
+
+/// Namespaces that the platform itself uses or that Kubernetes reserves.
+const RESERVED_NAMESPACES: &[&str] = &[
+    "default", "kube-system", "kube-public", "kube-node-lease", "istio-system", "istio-ingress", "cert-manager",
+    "cnpg-system", "minio-operator", "rabbitmq-system", "flux-system", "argocd", "monitoring",
+];
+
+/// Longest tenant namespace: `<ns>-pg-rw` and `<ns>-ts-rw` must stay Service names (63).
+const MAX_NAMESPACE: usize = 57;
+/// Longest server name: `<server>-robot-worker` must stay a label value (63).
+const MAX_SERVER: usize = 50;
+
+/// The namespace a tenant's objects live in.
+#[must_use]
+pub fn tenant_namespace(name: &str, spec: &TenantSpec) -> String {
+    match spec.kind {
+        TenantType::Personal => format!("personal-{}", spec.function),
+        TenantType::Enterprise if spec.namespace.is_empty() => name.to_owned(),
+        TenantType::Enterprise => spec.namespace.clone(),
+    }
+}
+
+/// Runs every cross-field check.
+pub fn check(spec: &Spec, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
+    duplicates(&spec.clusters, "TFRCluster", files, out);
+    duplicates(&spec.tenants, "TFRTenant", files, out);
+    duplicates(&spec.servers, "TFRServer", files, out);
+    let clusters: BTreeMap<&str, &Object<ClusterSpec>> = spec.clusters.iter().map(|c| (c.name(), c)).collect();
+    let tenants: BTreeMap<&str, &Object<TenantSpec>> = spec.tenants.iter().map(|t| (t.name(), t)).collect();
+    for cluster in &spec.clusters {
+        check_cluster(cluster, out);
+    }
+    for tenant in &spec.tenants {
+        check_tenant(tenant, &clusters, out);
+    }
+    check_namespaces(spec, &clusters, files, out);
+    let mut hosts: BTreeMap<String, String> = BTreeMap::new();
+    for server in &spec.servers {
+        check_server(server, &tenants, &clusters, &mut hosts, out);
+    }
+    for object in &spec.clusters {
+        metadata_namespace(object, out);
+    }
+    for object in &spec.tenants {
+        metadata_namespace(object, out);
+    }
+    for object in &spec.servers {
+        metadata_namespace(object, out);
+    }
+}
+
+fn metadata_namespace<S>(object: &Object<S>, out: &mut Vec<Diagnostic>) {
+    if object.metadata.namespace.is_some() {
+        out.push(Diagnostic::warning(
+            object.locate("metadata.namespace"),
+            "metadata.namespace",
+            "ignored: the namespace is derived from the tenant (`spec.namespace`, or `personal-<function>`)",
+        ));
+    }
+}
+
+fn duplicates<S>(objects: &[Object<S>], kind: &str, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
+    let mut seen: BTreeMap<&str, &Object<S>> = BTreeMap::new();
+    for object in objects {
+        if let Some(first) = seen.get(object.name()) {
+            let at = first.locate("metadata.name");
+            out.push(Diagnostic::error(
+                object.locate("metadata.name"),
+                "metadata.name",
+                format!("duplicate {kind} `{}`, first defined at {}:{}:{}", object.name(), files.name(at.file), at.line, at.column),
+            ));
+        } else {
+            seen.insert(object.name(), object);
+        }
+    }
+}
+
+fn secret_warnings<S>(object: &Object<S>, sources: &[(String, &SecretSource)], out: &mut Vec<Diagnostic>) {
+    for (path, source) in sources {
+        if source.value.is_some() && !is_identity(path) {
+            out.push(
+                Diagnostic::warning(object.locate(&format!("{path}.value")), format!("{path}.value"), "plaintext secret in Git")
+                    .with_help("use `{}` (generated), `fromEnv` or `fromFile` instead of `value`"),
+            );
+        }
+    }
+}
+
+/// User names are credentials by form but not secret; a literal one is fine.
+fn is_identity(path: &str) -> bool {
+    path.ends_with(".username") || path.ends_with(".rootUser")
+}
+
+fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
+    let spec = &cluster.spec;
+    if spec.ingress.domain.is_empty() {
+        out.push(
+            Diagnostic::error(cluster.locate("spec.ingress"), "spec.ingress.domain", "missing required field")
+                .with_help("every server's default host is `<server>.<tenant>.<domain>`"),
+        );
+    }
+    if spec.ingress.tls.issuer == Issuer::Letsencrypt && spec.ingress.tls.email.is_empty() {
+        out.push(Diagnostic::error(cluster.locate("spec.ingress.tls"), "spec.ingress.tls.email", "required when `issuer` is `letsencrypt` (the ACME account e-mail)"));
+    }
+    if !spec.ingress.tke_clb_id.is_empty() && spec.ingress.kind != IngressType::TkeClb {
+        out.push(Diagnostic::error(cluster.locate("spec.ingress.tkeClbId"), "spec.ingress.tkeClbId", "only valid with `ingress.type: tke-clb`"));
+    }
+    if spec.gitops.engine == GitopsEngine::Argocd && spec.gitops.repo_url.is_empty() {
+        out.push(Diagnostic::error(cluster.locate("spec.gitops"), "spec.gitops.repoURL", "required with `engine: argocd`").with_help("the Git URL Argo CD reads the rendered tree from"));
+    }
+    let registry = &spec.image_registry;
+    match (&registry.username, &registry.password) {
+        (Some(_), None) => out.push(Diagnostic::error(cluster.locate("spec.imageRegistry.username"), "spec.imageRegistry.password", "required when `username` is set")),
+        (None, Some(_)) => out.push(Diagnostic::error(cluster.locate("spec.imageRegistry.password"), "spec.imageRegistry.username", "required when `password` is set")),
+        _ => {}
+    }
+    match spec.sealing.backend {
+        SealingBackend::SealedSecrets if spec.sealing.cert_file.is_empty() => out.push(
+            Diagnostic::warning(cluster.locate("spec.sealing"), "spec.sealing.certFile", "not set: `tfrs render` cannot seal Secrets without the controller certificate")
+                .with_help("save it with `kubeseal --fetch-cert > keys/<cluster>.pem` and set `certFile: keys/<cluster>.pem`"),
+        ),
+        SealingBackend::SopsAge if spec.sealing.age_recipients.is_empty() => out.push(
+            Diagnostic::error(cluster.locate("spec.sealing"), "spec.sealing.ageRecipients", "at least one `age1…` recipient is required with `backend: sops-age`"),
+        ),
+        _ => {}
+    }
+    for (index, recipient) in spec.sealing.age_recipients.iter().enumerate() {
+        if !(recipient.starts_with("age1") && recipient.len() > 10) {
+            let path = format!("spec.sealing.ageRecipients[{index}]");
+            out.push(Diagnostic::error(cluster.locate(&path), path, format!("expected an age recipient (`age1…`), found {recipient:?}")));
+        }
+    }
+    let billing = &spec.billing;
+    if billing.enabled {
+        let required = [
+            ("spec.billing.otlpEndpoint", billing.otlp_endpoint.is_empty()),
+            ("spec.billing.infisical.url", billing.infisical.url.is_empty()),
+            ("spec.billing.infisical.projectSlug", billing.infisical.project_slug.is_empty()),
+            ("spec.billing.infisical.environment", billing.infisical.environment.is_empty()),
+            ("spec.billing.infisical.clientId", billing.infisical.client_id.is_none()),
+            ("spec.billing.infisical.clientSecret", billing.infisical.client_secret.is_none()),
+        ];
+        for (path, missing) in required {
+            if missing {
+                out.push(Diagnostic::error(cluster.locate(path), path, "required when `billing.enabled` is true"));
+            }
+        }
+        if !billing.otlp_endpoint.is_empty() && !billing.otlp_endpoint.starts_with("https://") && !billing.otlp_endpoint.starts_with("http://") {
+            out.push(Diagnostic::error(cluster.locate("spec.billing.otlpEndpoint"), "spec.billing.otlpEndpoint", format!("expected an `https://` URL, found {:?}", billing.otlp_endpoint)));
+        }
+    }
+    if looks_like_uuid(&billing.infisical.project_slug) {
+        out.push(
+            Diagnostic::error(cluster.locate("spec.billing.infisical.projectSlug"), "spec.billing.infisical.projectSlug", "this is a project id, not a slug")
+                .with_help("External Secrets needs the project slug, e.g. `tfrs-prod` (seed 004, invariant A)"),
+        );
+    }
+    let mut sources = vec![];
+    if let Some(s) = &registry.username {
+        sources.push(("spec.imageRegistry.username".to_owned(), s));
+    }
+    if let Some(s) = &registry.password {
+        sources.push(("spec.imageRegistry.password".to_owned(), s));
+    }
+    if let Some(s) = &billing.infisical.client_id {
+        sources.push(("spec.billing.infisical.clientId".to_owned(), s));
+    }
+    if let Some(s) = &billing.infisical.client_secret {
+        sources.push(("spec.billing.infisical.clientSecret".to_owned(), s));
+    }
+    secret_warnings(cluster, &sources, out);
+}
+
+fn looks_like_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && [8, 4, 4, 4, 12].iter().zip(&parts).all(|(len, part)| part.len() == *len && part.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Every secret-valued field of a tenant, by path.
+#[must_use]
+pub fn tenant_secrets(spec: &TenantSpec) -> Vec<(String, &SecretSource)> {
+    vec![
+        ("spec.postgresql.password".to_owned(), &spec.postgresql.password),
+        ("spec.timescaledb.password".to_owned(), &spec.timescaledb.password),
+        ("spec.redis.password".to_owned(), &spec.redis.password),
+        ("spec.minio.rootUser".to_owned(), &spec.minio.root_user),
+        ("spec.minio.rootPassword".to_owned(), &spec.minio.root_password),
+        ("spec.rabbitmq.username".to_owned(), &spec.rabbitmq.username),
+        ("spec.rabbitmq.password".to_owned(), &spec.rabbitmq.password),
+        ("spec.grafana.adminPassword".to_owned(), &spec.grafana.admin_password),
+    ]
+}
+
+fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeMap<&str, &Object<ClusterSpec>>, out: &mut Vec<Diagnostic>) {
+    let spec = &tenant.spec;
+    if !clusters.contains_key(spec.cluster.as_str()) {
+        out.push(dangling(tenant.locate("spec.cluster"), "spec.cluster", "TFRCluster", &spec.cluster, clusters.keys().copied()));
+    }
+    match spec.kind {
+        TenantType::Personal => {
+            if spec.function.is_empty() {
+                out.push(
+                    Diagnostic::error(tenant.locate("spec.type"), "spec.function", "required for personal tenants")
+                        .with_help("personal tenants share the namespace `personal-<function>`, e.g. `function: support`"),
+                );
+            }
+            if !spec.namespace.is_empty() {
+                out.push(
+                    Diagnostic::error(tenant.locate("spec.namespace"), "spec.namespace", "only enterprise tenants choose a namespace")
+                        .with_help("a personal tenant lives in `personal-<function>`"),
+                );
+            }
+        }
+        TenantType::Enterprise => {
+            if !spec.function.is_empty() {
+                out.push(Diagnostic::error(tenant.locate("spec.function"), "spec.function", "only personal tenants have a function").with_help("remove it, or set `type: personal`"));
+            }
+        }
+    }
+    for (field, value) in [("spec.function", &spec.function), ("spec.namespace", &spec.namespace)] {
+        if !value.is_empty() && !is_dns_label(value) {
+            out.push(Diagnostic::error(tenant.locate(field), field, format!("expected a DNS-1123 label (lowercase letters, digits and `-`), found {value:?}")));
+        }
+    }
+    if spec.front.enabled && spec.front.image.is_empty() {
+        out.push(Diagnostic::error(tenant.locate("spec.front"), "spec.front.image", "required when `front.enabled` is true"));
+    }
+    if spec.utils.enabled && spec.utils.image.is_empty() {
+        out.push(Diagnostic::error(tenant.locate("spec.utils"), "spec.utils.image", "required when `utils.enabled` is true"));
+    }
+    secret_warnings(tenant, &tenant_secrets(spec), out);
+}
+
+fn dangling<'a>(origin: super::yaml::Origin, path: &str, kind: &str, name: &str, known: impl Iterator<Item = &'a str> + Clone) -> Diagnostic {
+    let listed: Vec<String> = known.clone().map(|k| format!("`{k}`")).collect();
+    let defined = if listed.is_empty() { "none is defined".to_owned() } else { format!("defined: {}", listed.join(", ")) };
+    let mut diagnostic = Diagnostic::error(origin, path, format!("unknown {kind} `{name}` ({defined})"));
+    if let Some(close) = did_you_mean(name, known) {
+        diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
+    }
+    diagnostic
+}
+
+/// The middleware a personal namespace renders once: every tenant sharing it must agree.
+fn shared_settings(spec: &TenantSpec) -> Vec<(&'static str, serde_json::Value)> {
+    let json = |v: &dyn erased::Json| v.json();
+    vec![
+        ("postgresql", json(&spec.postgresql)),
+        ("timescaledb", json(&spec.timescaledb)),
+        ("redis", json(&spec.redis)),
+        ("minio", json(&spec.minio)),
+        ("rabbitmq", json(&spec.rabbitmq)),
+        ("jaeger", json(&spec.jaeger)),
+        ("otelCollector", json(&spec.otel_collector)),
+        ("prometheus", json(&spec.prometheus)),
+        ("grafana", json(&spec.grafana)),
+        ("vector", json(&spec.vector)),
+        ("sharedCache", json(&spec.shared_cache)),
+        ("front", json(&spec.front)),
+        ("utils", json(&spec.utils)),
+        ("resources", json(&spec.resources)),
+    ]
+}
+
+mod erased {
+    /// Serializes any model value to JSON for comparison.
+    pub trait Json {
+        fn json(&self) -> serde_json::Value;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> serde_json::Value {
+            serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        }
+    }
+}
+
+/// The first differing leaf between two JSON values, as a dotted suffix.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|k| {
+                let null = serde_json::Value::Null;
+                first_difference(x.get(k).unwrap_or(&null), y.get(k).unwrap_or(&null), &format!("{path}.{k}"))
+            })
+        }
+        _ if a == b => None,
+        _ => Some(path.to_owned()),
+    }
+}
+
+fn check_namespaces(spec: &Spec, clusters: &BTreeMap<&str, &Object<ClusterSpec>>, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
+    // (cluster, namespace) -> first tenant there.
+    let mut owners: BTreeMap<(String, String), &Object<TenantSpec>> = BTreeMap::new();
+    for tenant in &spec.tenants {
+        if tenant.spec.kind == TenantType::Personal && tenant.spec.function.is_empty() {
+            continue;
+        }
+        let namespace = tenant_namespace(tenant.name(), &tenant.spec);
+        let field = match tenant.spec.kind {
+            TenantType::Personal => "spec.function",
+            TenantType::Enterprise if tenant.spec.namespace.is_empty() => "metadata.name",
+            TenantType::Enterprise => "spec.namespace",
+        };
+        let origin = tenant.locate(field);
+        let mut reserved: Vec<&str> = RESERVED_NAMESPACES.to_vec();
+        if let Some(cluster) = clusters.get(tenant.spec.cluster.as_str()) {
+            reserved.push(&cluster.spec.image_registry.tenant_credentials_namespace);
+            reserved.push(&cluster.spec.tfrs_operator.namespace);
+            reserved.push(&cluster.spec.sealing.controller_namespace);
+        }
+        if reserved.contains(&namespace.as_str()) {
+            out.push(Diagnostic::error(origin, field, format!("namespace `{namespace}` is reserved for the platform")));
+        }
+        if namespace.len() > MAX_NAMESPACE || !namespace.starts_with(|c: char| c.is_ascii_lowercase()) {
+            out.push(Diagnostic::error(
+                origin,
+                field,
+                format!("namespace `{namespace}` must start with a letter and have at most {MAX_NAMESPACE} characters, because `{namespace}-pg-rw` is a Service name"),
+            ));
+        }
+        if tenant.spec.kind == TenantType::Enterprise && namespace.starts_with("personal-") {
+            out.push(Diagnostic::error(origin, field, format!("namespace `{namespace}` is reserved for personal tenants")));
+        }
+        let key = (tenant.spec.cluster.clone(), namespace.clone());
+        match owners.get(&key) {
+            None => {
+                owners.insert(key, tenant);
+            }
+            Some(first) if first.spec.kind == TenantType::Personal && tenant.spec.kind == TenantType::Personal => {
+                for ((component, mine), (_, theirs)) in shared_settings(&tenant.spec).iter().zip(shared_settings(&first.spec).iter()) {
+                    if let Some(suffix) = first_difference(theirs, mine, "") {
+                        let path = format!("spec.{component}{suffix}");
+                        let at = first.locate(&path);
+                        out.push(
+                            Diagnostic::error(
+                                tenant.locate(&path),
+                                &path,
+                                format!(
+                                    "personal tenants `{}` and `{}` share namespace `{namespace}` but ask for different `{component}` settings (`{}` sets it at {}:{}:{})",
+                                    first.name(),
+                                    tenant.name(),
+                                    first.name(),
+                                    files.name(at.file),
+                                    at.line,
+                                    at.column
+                                ),
+                            )
+                            .with_help("the middleware of a personal namespace is rendered once: give both tenants the same settings"),
+                        );
+                    }
+                }
+            }
+            Some(first) => {
+                out.push(Diagnostic::error(origin, field, format!("namespace `{namespace}` is already used by TFRTenant `{}`", first.name())));
+            }
+        }
+    }
+}
+
+fn check_server(
+    server: &Object<ServerSpec>,
+    tenants: &BTreeMap<&str, &Object<TenantSpec>>,
+    clusters: &BTreeMap<&str, &Object<ClusterSpec>>,
+    hosts: &mut BTreeMap<String, String>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let spec = &server.spec;
+    let name = server.name();
+    if name.len() > MAX_SERVER || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+        out.push(Diagnostic::error(
+            server.locate("metadata.name"),
+            "metadata.name",
+            format!("a server name must start with a letter and have at most {MAX_SERVER} characters, because `{name}-robot-worker` names a Deployment and its Service"),
+        ));
+    }
+    let Some(tenant) = tenants.get(spec.tenant.as_str()) else {
+        out.push(dangling(server.locate("spec.tenant"), "spec.tenant", "TFRTenant", &spec.tenant, tenants.keys().copied()));
+        return;
+    };
+    let domain = clusters.get(tenant.spec.cluster.as_str()).map(|c| c.spec.ingress.domain.as_str()).unwrap_or_default();
+    let host = if spec.host.is_empty() { format!("{name}.{}.{domain}", tenant.name()) } else { spec.host.clone() };
+    if let Some(first) = hosts.get(&host) {
+        out.push(Diagnostic::error(server.locate("spec.host"), "spec.host", format!("host `{host}` is already used by TFRServer `{first}`")));
+    } else {
+        hosts.insert(host, name.to_owned());
+    }
+    let tenant_spec = &tenant.spec;
+    let jobs = [
+        ("spec.jobs.dbInit", spec.jobs.db_init, tenant_spec.postgresql.enabled, "postgresql"),
+        ("spec.jobs.minioInit", spec.jobs.minio_init, tenant_spec.minio.enabled, "minio"),
+        ("spec.jobs.grafanaServiceAccount", spec.jobs.grafana_service_account, tenant_spec.grafana.enabled, "grafana"),
+    ];
+    for (path, wanted, available, component) in jobs {
+        if wanted && !available {
+            out.push(Diagnostic::warning(server.locate(path), path, format!("tenant `{}` has `{component}` disabled, so this job is not rendered", tenant.name())));
+        }
+    }
+    const CACHE_KEY: &str = "TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR";
+    if tenant_spec.shared_cache.enabled && spec.config_data.contains_key(CACHE_KEY) {
+        let path = format!("spec.configData.{CACHE_KEY}");
+        out.push(Diagnostic::warning(
+            server.locate(&path),
+            &path,
+            format!("overridden by the tenant's `sharedCache.cacheDir` (`{}`), which has the highest priority", tenant_spec.shared_cache.cache_dir),
+        ));
+    }
+    for key in spec.secret_data.keys() {
+        if spec.config_data.contains_key(key) {
+            let path = format!("spec.configData.{key}");
+            out.push(Diagnostic::error(server.locate(&path), &path, format!("`{key}` is also in `secretData`: set it in one place")));
+        }
+    }
+    if !spec.confz_data.is_empty() {
+        if let Err(error) = spec.confz_data.parse::<toml::Table>() {
+            out.push(confz_error(server, &error));
+        }
+    }
+    let sources: Vec<(String, &SecretSource)> = spec.secret_data.iter().map(|(k, v)| (format!("spec.secretData.{k}"), v)).collect();
+    secret_warnings(server, &sources, out);
+}
+
+/// Maps a TOML error inside `confzData` to the YAML file's line and column.
+fn confz_error(server: &Object<ServerSpec>, error: &toml::de::Error) -> Diagnostic {
+    let node = server.tree.get("spec").and_then(|s| s.get("confzData"));
+    let mut origin = server.locate("spec.confzData");
+    let text = &server.spec.confz_data;
+    let (line, column) = error.span().map_or((0, 0), |span| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count();
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count());
+        (line, column)
+    });
+    let message = error.message().to_owned();
+    if node.is_some_and(|n| n.block) {
+        // A block scalar's content starts on the line after `|`, indented by its own amount.
+        origin.line += 1 + line;
+        origin.column = 0;
+        return Diagnostic::error(origin, "spec.confzData", format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1))
+            .with_help("ConfzData is deep-merged over the generated config.toml and must be valid TOML");
+    }
+    Diagnostic::error(origin, "spec.confzData", format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1))
+}

@@ -1,0 +1,138 @@
+//! Problems found in specs, with their location, and how they are printed.
+
+use super::yaml::Origin;
+use std::fmt::Write as _;
+
+/// How serious a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// The spec is invalid.
+    Error,
+    /// The spec is valid but probably not what was meant.
+    Warning,
+}
+
+/// One problem: where, which field, what.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Diagnostic {
+    /// Where it is.
+    pub origin: Origin,
+    /// Error or warning.
+    pub severity: Severity,
+    /// The field path, e.g. `spec.postgresql.instances`.
+    pub path: String,
+    /// What is wrong, lowercase, no final period.
+    pub message: String,
+    /// How to fix it, when known.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// An error.
+    #[must_use]
+    pub fn error(origin: Origin, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic { origin, severity: Severity::Error, path: path.into(), message: message.into(), help: None }
+    }
+
+    /// A warning.
+    #[must_use]
+    pub fn warning(origin: Origin, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic { origin, severity: Severity::Warning, path: path.into(), message: message.into(), help: None }
+    }
+
+    /// Adds a fix hint.
+    #[must_use]
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Whether this is an error.
+    #[must_use]
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// A file as shown in reports: its display name and its text.
+pub trait FileTable {
+    /// Display name of file `index`.
+    fn name(&self, index: usize) -> &str;
+    /// Text of file `index`.
+    fn text(&self, index: usize) -> &str;
+}
+
+/// Prints diagnostics: the `file:line:col: path: message` line, the source line with a caret
+/// under the column, and the help. Warnings say `warning:` after the location.
+#[must_use]
+pub fn render(diagnostics: &[Diagnostic], files: &dyn FileTable) -> String {
+    let mut out = String::new();
+    for diagnostic in diagnostics {
+        let origin = diagnostic.origin;
+        let name = files.name(origin.file);
+        let severity = match diagnostic.severity {
+            Severity::Error => "",
+            Severity::Warning => "warning: ",
+        };
+        let _ = writeln!(
+            out,
+            "{name}:{}:{}: {severity}{}: {}",
+            origin.line, origin.column, diagnostic.path, diagnostic.message
+        );
+        if let Some(line) = files.text(origin.file).lines().nth(origin.line.saturating_sub(1)) {
+            let number = origin.line.to_string();
+            let pad = " ".repeat(number.len());
+            let caret_at: String = line
+                .chars()
+                .take(origin.column.saturating_sub(1))
+                .map(|c| if c == '\t' { '\t' } else { ' ' })
+                .collect();
+            let _ = writeln!(out, "{pad} |");
+            let _ = writeln!(out, "{number} | {line}");
+            let _ = writeln!(out, "{pad} | {caret_at}^");
+        }
+        if let Some(help) = &diagnostic.help {
+            let _ = writeln!(out, "  = help: {help}");
+        }
+    }
+    out
+}
+
+/// The closest candidate to `word` by edit distance, if it is close enough to be a likely typo.
+#[must_use]
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = word.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (levenshtein(&lower, &c.to_ascii_lowercase()), c))
+        .filter(|(distance, c)| *distance <= (c.len().max(3) / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, c)| c)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names_only() {
+        let fields = ["instances", "storage", "storageClass", "image"];
+        assert_eq!(did_you_mean("instance", fields), Some("instances"));
+        assert_eq!(did_you_mean("storageclass", fields), Some("storageClass"));
+        assert_eq!(did_you_mean("replicas", fields), None);
+    }
+}

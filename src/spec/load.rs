@@ -1,0 +1,383 @@
+//! Loading: parse every spec file, merge overlays, validate, deserialize, cross-check.
+//!
+//! Pure: works on a [`Bundle`] already in memory. Every problem is collected; nothing stops at
+//! the first error.
+
+use super::bundle::Bundle;
+use super::check;
+use super::diagnostic::{Diagnostic, did_you_mean};
+use super::model::{API_VERSION, ClusterSpec, Document, Metadata, ServerSpec, TenantSpec};
+use super::schema::{self, Kind, ValidateOptions};
+use super::yaml::{self, Key, Node, Origin, Value};
+use serde::de::DeserializeOwned;
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One spec object after merging and validation.
+#[derive(Debug, Clone)]
+pub struct Object<S> {
+    /// Its metadata.
+    pub metadata: Metadata,
+    /// Its spec, with overlays and defaults applied.
+    pub spec: S,
+    /// The merged document tree, for locating fields in messages.
+    pub tree: Node,
+    /// The layers that contributed to `spec`, lowest first (overlays, then the spec itself).
+    pub layers: Vec<Layer>,
+}
+
+impl<S> Object<S> {
+    /// The object's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+
+    /// Where a field (dotted path, e.g. `spec.postgresql.instances`) is, or its closest
+    /// ancestor that exists.
+    #[must_use]
+    pub fn locate(&self, path: &str) -> Origin {
+        locate(&self.tree, path)
+    }
+}
+
+/// One contribution to an object's spec.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    /// `overlay `prod`` or `spec`.
+    pub label: String,
+    /// The spec fragment (the value of `spec:`).
+    pub spec: Node,
+}
+
+/// The validated input: every cluster, tenant and server.
+#[derive(Debug, Clone, Default)]
+pub struct Spec {
+    /// `TFRCluster`s.
+    pub clusters: Vec<Object<ClusterSpec>>,
+    /// `TFRTenant`s.
+    pub tenants: Vec<Object<TenantSpec>>,
+    /// `TFRServer`s.
+    pub servers: Vec<Object<ServerSpec>>,
+}
+
+/// The result of a load: the spec if there were no errors, and every diagnostic (errors and
+/// warnings), sorted by file, line and column.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    /// The spec, when there were no errors.
+    pub spec: Option<Spec>,
+    /// Errors and warnings.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Loaded {
+    /// Number of errors.
+    #[must_use]
+    pub fn error_count(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.is_error()).count()
+    }
+}
+
+/// Where the field at `path` is in `tree`, or its deepest existing ancestor.
+#[must_use]
+pub fn locate(tree: &Node, path: &str) -> Origin {
+    let mut node = tree;
+    let mut origin = tree.origin;
+    for segment in path.split('.') {
+        let (name, index) = match segment.split_once('[') {
+            Some((name, rest)) => (name, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (segment, None),
+        };
+        match (node.get_key(name), node.get(name)) {
+            (Some(key), Some(child)) => {
+                origin = key.origin;
+                node = child;
+            }
+            _ => return origin,
+        }
+        if let Some(index) = index {
+            match &node.value {
+                Value::Seq(items) if index < items.len() => {
+                    node = &items[index];
+                    origin = node.origin;
+                }
+                _ => return origin,
+            }
+        }
+    }
+    // NB: point at the value when there is one, the way the type errors do.
+    if path.is_empty() { origin } else { node.origin }
+}
+
+/// A parsed overlay document.
+struct OverlayDocument {
+    kind: Kind,
+    spec: Node,
+}
+
+/// Loads and validates everything in `bundle`.
+#[must_use]
+pub fn load(bundle: &Bundle) -> Loaded {
+    let mut out = Vec::new();
+    let schemas: BTreeMap<Kind, Json> = Kind::ALL.into_iter().map(|k| (k, k.raw_schema())).collect();
+
+    let overlays = parse_overlays(bundle, &schemas, &mut out);
+
+    // Parse spec documents.
+    let mut documents: Vec<(Kind, Node)> = Vec::new();
+    for &file in &bundle.specs {
+        let text = &bundle.files[file].text;
+        let parsed = match yaml::parse(file, text) {
+            Ok(parsed) => parsed,
+            Err(errors) => {
+                out.extend(errors.into_iter().map(|e| Diagnostic::error(e.origin, "(document)", e.message)));
+                continue;
+            }
+        };
+        for document in parsed {
+            if let Some(kind) = document_kind(&document, &mut out) {
+                documents.push((kind, document));
+            }
+        }
+    }
+
+    // Which overlays each cluster asks for (from its own spec: overlays cannot name overlays).
+    let mut cluster_overlays: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (kind, document) in &documents {
+        if *kind != Kind::Cluster {
+            continue;
+        }
+        let Some(name) = document.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str) else { continue };
+        let mut names = Vec::new();
+        if let Some(Value::Seq(items)) = document.get("spec").and_then(|s| s.get("overlays")).map(|n| &n.value) {
+            for (index, item) in items.iter().enumerate() {
+                let Some(overlay) = item.as_str() else { continue };
+                if overlays.contains_key(overlay) {
+                    names.push(overlay.to_owned());
+                } else {
+                    out.push(unknown_overlay(item.origin, &format!("spec.overlays[{index}]"), overlay, bundle));
+                }
+            }
+        }
+        cluster_overlays.entry(name.to_owned()).or_insert(names);
+    }
+    let tenant_clusters: BTreeMap<String, String> = documents
+        .iter()
+        .filter(|(kind, _)| *kind == Kind::Tenant)
+        .filter_map(|(_, d)| {
+            let name = d.get("metadata")?.get("name")?.as_str()?;
+            let cluster = d.get("spec")?.get("cluster")?.as_str()?;
+            Some((name.to_owned(), cluster.to_owned()))
+        })
+        .collect();
+
+    let mut spec = Spec::default();
+    for (kind, document) in documents {
+        let cluster = match kind {
+            Kind::Cluster => document.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str).map(str::to_owned),
+            Kind::Tenant => document.get("spec").and_then(|s| s.get("cluster")).and_then(Node::as_str).map(str::to_owned),
+            Kind::Server => document
+                .get("spec")
+                .and_then(|s| s.get("tenant"))
+                .and_then(Node::as_str)
+                .and_then(|t| tenant_clusters.get(t).cloned()),
+        };
+        let mut names: Vec<String> = cluster.and_then(|c| cluster_overlays.get(&c).cloned()).unwrap_or_default();
+        names.extend(bundle.extra_overlays.iter().cloned());
+        let layers: Vec<Layer> = names
+            .iter()
+            .flat_map(|name| {
+                overlays
+                    .get(name)
+                    .into_iter()
+                    .flatten()
+                    .filter(|o| o.kind == kind)
+                    
+                    .map(move |o| Layer { label: format!("overlay `{name}`"), spec: o.spec.clone() })
+            })
+            .collect();
+        match kind {
+            Kind::Cluster => spec.clusters.extend(build::<ClusterSpec>(document, layers, &schemas[&kind], &mut out)),
+            Kind::Tenant => spec.tenants.extend(build::<TenantSpec>(document, layers, &schemas[&kind], &mut out)),
+            Kind::Server => spec.servers.extend(build::<ServerSpec>(document, layers, &schemas[&kind], &mut out)),
+        }
+    }
+
+    check::check(&spec, bundle, &mut out);
+
+    let diagnostics: Vec<Diagnostic> = out.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
+    let has_errors = diagnostics.iter().any(Diagnostic::is_error);
+    Loaded { spec: (!has_errors).then_some(spec), diagnostics }
+}
+
+fn unknown_overlay(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> Diagnostic {
+    let known: Vec<String> = bundle.overlays.keys().map(|k| format!("`{k}`")).collect();
+    let mut diagnostic = Diagnostic::error(origin, path, format!("unknown overlay `{name}`, expected one of {}", known.join(", ")));
+    if let Some(close) = did_you_mean(name, bundle.overlays.keys().map(String::as_str)) {
+        diagnostic = diagnostic.with_help(format!("did you mean `{close}`? user overlays live in an `overlays/` directory next to the specs"));
+    } else {
+        diagnostic = diagnostic.with_help("user overlays live in an `overlays/` directory next to the specs, one `<name>.yaml` each");
+    }
+    diagnostic
+}
+
+/// Reads `kind` and `apiVersion` of a spec document, reporting what is wrong with them.
+fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
+    if !matches!(document.value, Value::Map(_)) {
+        out.push(Diagnostic::error(document.origin, "(document)", format!("expected a map with `apiVersion`, `kind`, `metadata` and `spec`, found {}", document.describe())));
+        return None;
+    }
+    let kind = match document.get("kind") {
+        None => {
+            out.push(Diagnostic::error(document.origin, "kind", "missing required field").with_help("one of `TFRCluster`, `TFRTenant`, `TFRServer`"));
+            None
+        }
+        Some(node) => match node.as_str().and_then(Kind::parse) {
+            Some(kind) => Some(kind),
+            None => {
+                let names = Kind::ALL.map(Kind::as_str);
+                let mut diagnostic = Diagnostic::error(
+                    node.origin,
+                    "kind",
+                    format!("unknown kind {}, expected one of `TFRCluster`, `TFRTenant`, `TFRServer`", node.describe()),
+                );
+                if let Some(close) = node.as_str().and_then(|k| did_you_mean(k, names)) {
+                    diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
+                }
+                out.push(diagnostic);
+                None
+            }
+        },
+    };
+    match document.get("apiVersion") {
+        None => out.push(Diagnostic::error(document.origin, "apiVersion", "missing required field").with_help(format!("add `apiVersion: {API_VERSION}`"))),
+        Some(node) if node.as_str() != Some(API_VERSION) => {
+            out.push(Diagnostic::error(node.origin, "apiVersion", format!("expected `{API_VERSION}`, found {}", node.describe())));
+        }
+        Some(_) => {}
+    }
+    kind
+}
+
+/// Merges `upper` over `lower`: maps merge recursively, everything else replaces.
+#[must_use]
+pub fn merge(lower: &Node, upper: &Node) -> Node {
+    match (&lower.value, &upper.value) {
+        (Value::Map(base), Value::Map(over)) => {
+            let mut entries: Vec<(Key, Node)> = base.clone();
+            for (key, value) in over {
+                match entries.iter_mut().find(|(k, _)| k.name == key.name) {
+                    Some((existing_key, existing)) => {
+                        *existing = merge(existing, value);
+                        *existing_key = key.clone();
+                    }
+                    None => entries.push((key.clone(), value.clone())),
+                }
+            }
+            Node { value: Value::Map(entries), ..upper.clone() }
+        }
+        _ => upper.clone(),
+    }
+}
+
+/// Merges the layers under the document's spec, validates the result and deserializes it.
+fn build<S: DeserializeOwned>(mut document: Node, mut layers: Vec<Layer>, schema: &Json, out: &mut Vec<Diagnostic>) -> Option<Object<S>> {
+    if let Some(own) = document.get("spec") {
+        layers.push(Layer { label: "spec".to_owned(), spec: own.clone() });
+        let merged = layers.iter().skip(1).fold(layers[0].spec.clone(), |acc, layer| merge(&acc, &layer.spec));
+        if let Value::Map(entries) = &mut document.value {
+            if let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec") {
+                *spec = merged;
+            }
+        }
+    }
+    let before = out.iter().filter(|d| d.is_error()).count();
+    schema::validate(&mut document, schema, "", ValidateOptions::default(), out);
+    if out.iter().filter(|d| d.is_error()).count() > before {
+        return None;
+    }
+    match serde_json::from_value::<Document<S>>(document.to_json()) {
+        Ok(typed) => Some(Object { metadata: typed.metadata, spec: typed.spec, tree: document, layers }),
+        Err(error) => {
+            // NB: the schema comes from the same types, so this means the two disagree: a bug.
+            out.push(Diagnostic::error(document.origin, "(document)", format!("internal error: schema and model disagree: {error}")));
+            None
+        }
+    }
+}
+
+fn parse_overlays(bundle: &Bundle, schemas: &BTreeMap<Kind, Json>, out: &mut Vec<Diagnostic>) -> BTreeMap<String, Vec<OverlayDocument>> {
+    let mut overlays = BTreeMap::new();
+    for (name, &file) in &bundle.overlays {
+        let documents = match yaml::parse(file, &bundle.files[file].text) {
+            Ok(documents) => documents,
+            Err(errors) => {
+                out.extend(errors.into_iter().map(|e| Diagnostic::error(e.origin, "(overlay)", e.message)));
+                overlays.insert(name.clone(), Vec::new());
+                continue;
+            }
+        };
+        let mut parsed = Vec::new();
+        for document in documents {
+            let Value::Map(entries) = &document.value else {
+                out.push(Diagnostic::error(document.origin, "(overlay)", format!("expected a map with `kind` and `spec`, found {}", document.describe())));
+                continue;
+            };
+            for (key, _) in entries {
+                if !matches!(key.name.as_str(), "apiVersion" | "kind" | "spec") {
+                    let mut diagnostic = Diagnostic::error(key.origin, &key.name, "unknown field in an overlay, expected one of `apiVersion`, `kind`, `spec`");
+                    if key.name == "metadata" {
+                        diagnostic = diagnostic.with_help("overlays apply to every object of their kind and have no names");
+                    }
+                    out.push(diagnostic);
+                }
+            }
+            if let Some(version) = document.get("apiVersion") {
+                if version.as_str() != Some(API_VERSION) {
+                    out.push(Diagnostic::error(version.origin, "apiVersion", format!("expected `{API_VERSION}`, found {}", version.describe())));
+                }
+            }
+            let Some(kind) = document_kind_only(&document, out) else { continue };
+            let Some(spec) = document.get("spec") else {
+                out.push(Diagnostic::error(document.origin, "spec", "missing required field"));
+                continue;
+            };
+            let mut spec = spec.clone();
+            for forbidden in ["cluster", "tenant", "overlays"] {
+                if let Some(key) = spec.get_key(forbidden) {
+                    out.push(
+                        Diagnostic::error(key.origin, format!("spec.{forbidden}"), "not allowed in an overlay")
+                            .with_help("references and overlay lists belong in the spec itself"),
+                    );
+                }
+            }
+            let spec_schema = spec_schema(&schemas[&kind]);
+            schema::validate(&mut spec, &spec_schema, "spec", ValidateOptions { partial: true }, out);
+            parsed.push(OverlayDocument { kind, spec });
+        }
+        overlays.insert(name.clone(), parsed);
+    }
+    overlays
+}
+
+fn document_kind_only(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
+    let Some(node) = document.get("kind") else {
+        out.push(Diagnostic::error(document.origin, "kind", "missing required field"));
+        return None;
+    };
+    let kind = node.as_str().and_then(Kind::parse);
+    if kind.is_none() {
+        out.push(Diagnostic::error(node.origin, "kind", format!("unknown kind {}, expected one of `TFRCluster`, `TFRTenant`, `TFRServer`", node.describe())));
+    }
+    kind
+}
+
+/// The schema of `spec` inside a document schema, with the document's `$defs`.
+fn spec_schema(document: &Json) -> Json {
+    let mut spec = document.get("properties").and_then(|p| p.get("spec")).cloned().unwrap_or(Json::Bool(true));
+    if let (Some(object), Some(defs)) = (spec.as_object_mut(), document.get("$defs")) {
+        object.insert("$defs".to_owned(), defs.clone());
+    }
+    spec
+}
