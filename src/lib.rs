@@ -1,2 +1,16 @@
-//! tfrs
+//! `tfrs` turns TFRS platform specs (TFRCluster, TFRTenant, TFRServer) into the complete set of
+//! Kubernetes manifests that Argo CD or Flux applies.
+//!
+//! The pipeline is `load -> render -> seal -> write`, then `commit` / `diff` / `reconcile`:
+//!
+//! - [`source`] (the edge) reads spec files and overlays into an in-memory [`spec::Bundle`];
+//! - [`spec::load`] parses, merges overlays, validates and returns a [`spec::Spec`] or every
+//!   problem found, each with its file, line, column and field path;
+//! - rendering, sealing, Git and reconcile build on it (not built yet: see the README).
+//!
+//! The purity rule: [`spec`] does no I/O, reads no clock, environment or randomness. Only
+//! [`source`] and [`cli`] touch the outside world.
+
+pub mod cli;
+pub mod source;
 pub mod spec;

@@ -5,7 +5,8 @@ use super::diagnostic::{Diagnostic, FileTable, did_you_mean};
 use super::load::{Object, Spec};
 use super::model::{ClusterSpec, GitopsEngine, Issuer, IngressType, SealingBackend, SecretSource, ServerSpec, TenantSpec, TenantType};
 use super::schema::is_dns_label;
-use std::collections::BTreeMap;
+use super::schema::Kind;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Namespaces that the platform itself uses or that Kubernetes reserves.
 const RESERVED_NAMESPACES: &[&str] = &[
@@ -29,7 +30,10 @@ pub fn tenant_namespace(name: &str, spec: &TenantSpec) -> String {
 }
 
 /// Runs every cross-field check.
-pub fn check(spec: &Spec, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
+pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
+    let empty = BTreeSet::new();
+    let known_clusters = known.get(&Kind::Cluster).unwrap_or(&empty);
+    let known_tenants = known.get(&Kind::Tenant).unwrap_or(&empty);
     duplicates(&spec.clusters, "TFRCluster", files, out);
     duplicates(&spec.tenants, "TFRTenant", files, out);
     duplicates(&spec.servers, "TFRServer", files, out);
@@ -39,12 +43,12 @@ pub fn check(spec: &Spec, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
         check_cluster(cluster, out);
     }
     for tenant in &spec.tenants {
-        check_tenant(tenant, &clusters, out);
+        check_tenant(tenant, known_clusters, out);
     }
     check_namespaces(spec, &clusters, files, out);
     let mut hosts: BTreeMap<String, String> = BTreeMap::new();
     for server in &spec.servers {
-        check_server(server, &tenants, &clusters, &mut hosts, out);
+        check_server(server, &tenants, known_tenants, &clusters, &mut hosts, out);
     }
     for object in &spec.clusters {
         metadata_namespace(object, out);
@@ -200,10 +204,10 @@ pub fn tenant_secrets(spec: &TenantSpec) -> Vec<(String, &SecretSource)> {
     ]
 }
 
-fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeMap<&str, &Object<ClusterSpec>>, out: &mut Vec<Diagnostic>) {
+fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeSet<String>, out: &mut Vec<Diagnostic>) {
     let spec = &tenant.spec;
-    if !clusters.contains_key(spec.cluster.as_str()) {
-        out.push(dangling(tenant.locate("spec.cluster"), "spec.cluster", "TFRCluster", &spec.cluster, clusters.keys().copied()));
+    if !clusters.contains(&spec.cluster) {
+        out.push(dangling(tenant.locate("spec.cluster"), "spec.cluster", "TFRCluster", &spec.cluster, clusters.iter().map(String::as_str)));
     }
     match spec.kind {
         TenantType::Personal => {
@@ -372,6 +376,7 @@ fn check_namespaces(spec: &Spec, clusters: &BTreeMap<&str, &Object<ClusterSpec>>
 fn check_server(
     server: &Object<ServerSpec>,
     tenants: &BTreeMap<&str, &Object<TenantSpec>>,
+    known_tenants: &BTreeSet<String>,
     clusters: &BTreeMap<&str, &Object<ClusterSpec>>,
     hosts: &mut BTreeMap<String, String>,
     out: &mut Vec<Diagnostic>,
@@ -386,7 +391,9 @@ fn check_server(
         ));
     }
     let Some(tenant) = tenants.get(spec.tenant.as_str()) else {
-        out.push(dangling(server.locate("spec.tenant"), "spec.tenant", "TFRTenant", &spec.tenant, tenants.keys().copied()));
+        if !known_tenants.contains(&spec.tenant) {
+            out.push(dangling(server.locate("spec.tenant"), "spec.tenant", "TFRTenant", &spec.tenant, known_tenants.iter().map(String::as_str)));
+        }
         return;
     };
     let domain = clusters.get(tenant.spec.cluster.as_str()).map(|c| c.spec.ingress.domain.as_str()).unwrap_or_default();

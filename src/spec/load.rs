@@ -172,6 +172,15 @@ pub fn load(bundle: &Bundle) -> Loaded {
         })
         .collect();
 
+    // Names of every document, valid or not, so that one broken object does not make every
+    // reference to it dangle as well.
+    let mut known: BTreeMap<Kind, BTreeSet<String>> = BTreeMap::new();
+    for (kind, document) in &documents {
+        if let Some(name) = document.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str) {
+            known.entry(*kind).or_default().insert(name.to_owned());
+        }
+    }
+
     let mut spec = Spec::default();
     for (kind, document) in documents {
         let cluster = match kind {
@@ -204,7 +213,7 @@ pub fn load(bundle: &Bundle) -> Loaded {
         }
     }
 
-    check::check(&spec, bundle, &mut out);
+    check::check(&spec, &known, bundle, &mut out);
 
     let diagnostics: Vec<Diagnostic> = out.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);

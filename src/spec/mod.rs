@@ -1,7 +1,9 @@
 //! The input model and its loading and validation. No I/O: files arrive in a [`Bundle`].
 pub mod bundle;
 pub mod check;
+pub mod crd;
 pub mod diagnostic;
+pub mod explain;
 pub mod load;
 pub mod model;
 pub mod schema;

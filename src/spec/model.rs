@@ -295,7 +295,7 @@ pub struct Gitops {
     #[schemars(extend("x-tfrs-check" = "dns-label"))]
     pub source_ref: String,
     /// Argo CD: the repository URL (required with `argocd`).
-    #[serde(default)]
+    #[serde(default, rename = "repoURL")]
     pub repo_url: String,
     /// Branch or tag Argo CD tracks.
     #[serde(default = "default_revision")]

@@ -1,0 +1,67 @@
+//! Command-line arguments (clap only; the doc comments are the help text).
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Render the TFRS platform (TFRCluster, TFRTenant, TFRServer) into sealed, GitOps-ready
+/// Kubernetes manifests.
+#[derive(Debug, Parser)]
+#[command(name = "tfrs", version, propagate_version = true)]
+pub struct Args {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check specs and report every problem, one `file:line:col: field: message` line each.
+    ///
+    /// Exit status: 0 valid, 1 invalid, 2 usage or I/O error.
+    Validate(ValidateArgs),
+    /// Print the JSON Schema of the spec kinds (for editors), or their CRDs with `--crd`.
+    Schema(SchemaArgs),
+}
+
+/// `tfrs validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Spec files or directories (searched recursively for `*.yaml` / `*.yml`).
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// Apply this overlay (a name or a path to a YAML file) after `spec.overlays`; repeatable.
+    #[arg(long = "overlay", value_name = "NAME|PATH")]
+    pub overlays: Vec<String>,
+    /// Show where the merged value of FIELD (e.g. `spec.postgresql.instances`) came from.
+    #[arg(long, value_name = "FIELD")]
+    pub explain: Vec<String>,
+    /// Print errors only, not warnings.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `tfrs schema`.
+#[derive(Debug, clap::Args)]
+pub struct SchemaArgs {
+    /// Print CustomResourceDefinitions (apiextensions.k8s.io/v1, YAML) instead of JSON Schema.
+    #[arg(long)]
+    pub crd: bool,
+    /// Only this kind.
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
+}
+
+/// A spec kind on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum KindArg {
+    /// `TFRCluster`.
+    #[value(name = "TFRCluster", alias = "cluster")]
+    Cluster,
+    /// `TFRTenant`.
+    #[value(name = "TFRTenant", alias = "tenant")]
+    Tenant,
+    /// `TFRServer`.
+    #[value(name = "TFRServer", alias = "server")]
+    Server,
+}

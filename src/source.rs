@@ -1,0 +1,115 @@
+//! The edge: reads spec files, user overlays and `--overlay` files from disk into a [`Bundle`].
+//!
+//! This is the only place (besides `cli`) that touches the filesystem.
+
+use crate::spec::Bundle;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Directories never searched for specs: they hold overlays, keys and templates.
+const SKIPPED_DIRECTORIES: &[&str] = &["overlays", "keys", "templates", "secrets"];
+
+/// Errors reading inputs.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A path could not be read.
+    #[error("cannot read `{path}`")]
+    Read {
+        /// The path.
+        path: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A directory held no spec files.
+    #[error("no `*.yaml` or `*.yml` files under `{0}`")]
+    Empty(String),
+    /// An `--overlay` name is neither a known overlay nor a file.
+    #[error("unknown overlay `{name}`, expected one of {known} or a path to a YAML file")]
+    UnknownOverlay {
+        /// The name given.
+        name: String,
+        /// The known names.
+        known: String,
+    },
+}
+
+/// Reads `inputs` (files or directories) and the overlays next to them.
+///
+/// # Errors
+///
+/// An unreadable path, a directory without specs, or an unknown `--overlay`.
+pub fn read(inputs: &[PathBuf], extra_overlays: &[String]) -> Result<Bundle, Error> {
+    let mut bundle = Bundle::with_builtins();
+    let mut overlay_dirs = Vec::new();
+    for input in inputs {
+        let display = input.to_string_lossy().into_owned();
+        let metadata = fs::metadata(input).map_err(|source| Error::Read { path: display.clone(), source })?;
+        if metadata.is_dir() {
+            let mut files = Vec::new();
+            walk(input, &mut files)?;
+            if files.is_empty() {
+                return Err(Error::Empty(display));
+            }
+            for file in files {
+                let text = read_text(&file)?;
+                bundle.add_spec(file.to_string_lossy(), text);
+            }
+            overlay_dirs.push(input.join("overlays"));
+        } else {
+            let text = read_text(input)?;
+            bundle.add_spec(display, text);
+            overlay_dirs.push(input.parent().map_or_else(|| PathBuf::from("overlays"), |p| p.join("overlays")));
+        }
+    }
+    overlay_dirs.dedup();
+    for dir in overlay_dirs {
+        let Ok(entries) = fs::read_dir(&dir) else { continue };
+        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_yaml(p)).collect();
+        paths.sort();
+        for path in paths {
+            let Some(name) = path.file_stem().map(|s| s.to_string_lossy().into_owned()) else { continue };
+            let text = read_text(&path)?;
+            bundle.add_overlay(name, path.to_string_lossy(), text);
+        }
+    }
+    for overlay in extra_overlays {
+        if bundle.overlays.contains_key(overlay) {
+            bundle.extra_overlays.push(overlay.clone());
+        } else if overlay.contains('/') || is_yaml(Path::new(overlay)) {
+            let text = read_text(Path::new(overlay))?;
+            bundle.add_overlay(overlay.clone(), overlay.clone(), text);
+            bundle.extra_overlays.push(overlay.clone());
+        } else {
+            let known = bundle.overlays.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+            return Err(Error::UnknownOverlay { name: overlay.clone(), known });
+        }
+    }
+    Ok(bundle)
+}
+
+fn is_yaml(path: &Path) -> bool {
+    matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
+}
+
+fn read_text(path: &Path) -> Result<String, Error> {
+    fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_string_lossy().into_owned(), source })
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), Error> {
+    let entries = fs::read_dir(dir).map_err(|source| Error::Read { path: dir.to_string_lossy().into_owned(), source })?;
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for path in paths {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if path.is_dir() {
+            if !name.starts_with('.') && !SKIPPED_DIRECTORIES.contains(&name.as_str()) {
+                walk(&path, files)?;
+            }
+        } else if is_yaml(&path) && !name.starts_with('.') {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
