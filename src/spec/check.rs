@@ -48,7 +48,7 @@ pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn 
     check_namespaces(spec, &clusters, files, out);
     let mut hosts: BTreeMap<String, String> = BTreeMap::new();
     for server in &spec.servers {
-        check_server(server, &tenants, known_tenants, &clusters, &mut hosts, out);
+        check_server(server, &tenants, known_tenants, &clusters, &mut hosts, files, out);
     }
     for object in &spec.clusters {
         metadata_namespace(object, out);
@@ -366,6 +366,8 @@ fn check_namespaces(spec: &Spec, clusters: &BTreeMap<&str, &Object<ClusterSpec>>
                     }
                 }
             }
+            // A duplicate name is reported once, as a duplicate.
+            Some(first) if first.name() == tenant.name() => {}
             Some(first) => {
                 out.push(Diagnostic::error(origin, field, format!("namespace `{namespace}` is already used by TFRTenant `{}`", first.name())));
             }
@@ -379,6 +381,7 @@ fn check_server(
     known_tenants: &BTreeSet<String>,
     clusters: &BTreeMap<&str, &Object<ClusterSpec>>,
     hosts: &mut BTreeMap<String, String>,
+    files: &dyn FileTable,
     out: &mut Vec<Diagnostic>,
 ) {
     let spec = &server.spec;
@@ -431,7 +434,7 @@ fn check_server(
     }
     if !spec.confz_data.is_empty() {
         if let Err(error) = spec.confz_data.parse::<toml::Table>() {
-            out.push(confz_error(server, &error));
+            out.push(confz_error(server, &error, files));
         }
     }
     let sources: Vec<(String, &SecretSource)> = spec.secret_data.iter().map(|(k, v)| (format!("spec.secretData.{k}"), v)).collect();
@@ -439,7 +442,7 @@ fn check_server(
 }
 
 /// Maps a TOML error inside `confzData` to the YAML file's line and column.
-fn confz_error(server: &Object<ServerSpec>, error: &toml::de::Error) -> Diagnostic {
+fn confz_error(server: &Object<ServerSpec>, error: &toml::de::Error, files: &dyn FileTable) -> Diagnostic {
     let node = server.tree.get("spec").and_then(|s| s.get("confzData"));
     let mut origin = server.locate("spec.confzData");
     let text = &server.spec.confz_data;
@@ -451,9 +454,10 @@ fn confz_error(server: &Object<ServerSpec>, error: &toml::de::Error) -> Diagnost
     });
     let message = error.message().to_owned();
     if node.is_some_and(|n| n.block) {
-        // A block scalar's content starts on the line after `|`, indented by its own amount.
-        origin.line += 1 + line;
-        origin.column = 0;
+        // NB: a block scalar's origin is its first content line, not the `|` line.
+        origin.line += line;
+        let source_line = files.text(origin.file).lines().nth(origin.line - 1).unwrap_or_default();
+        origin.column = source_line.chars().take_while(|c| *c == ' ').count() + column + 1;
         return Diagnostic::error(origin, "spec.confzData", format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1))
             .with_help("ConfzData is deep-merged over the generated config.toml and must be valid TOML");
     }

@@ -89,6 +89,13 @@ fn structural(schema: &Json, defs: &Json, depth: usize) -> Json {
     for (key, value) in object {
         match key.as_str() {
             "type" => match value {
+                Json::Array(types) if types.iter().any(|t| t == "string") && types.iter().any(|t| t == "number" || t == "integer") => {
+                    out.insert("x-kubernetes-int-or-string".into(), json!(true));
+                    out.insert("anyOf".into(), json!([{ "type": "integer" }, { "type": "string" }]));
+                    if types.iter().any(|t| t == "null") {
+                        out.insert("nullable".into(), json!(true));
+                    }
+                }
                 Json::Array(types) => {
                     if let Some(t) = types.iter().find(|t| *t != "null") {
                         out.insert("type".into(), t.clone());
@@ -138,12 +145,13 @@ mod tests {
 
     fn walk(schema: &Json, path: &str, problems: &mut Vec<String>) {
         let Some(object) = schema.as_object() else { return };
+        let int_or_string = object.get("x-kubernetes-int-or-string") == Some(&json!(true));
         for forbidden in ["$ref", "anyOf", "oneOf", "allOf", "const", "$defs", "format", "propertyNames", "x-tfrs-check"] {
-            if object.contains_key(forbidden) {
+            if object.contains_key(forbidden) && !(int_or_string && forbidden == "anyOf") {
                 problems.push(format!("{path}: {forbidden}"));
             }
         }
-        if !object.contains_key("type") && !object.contains_key("x-kubernetes-preserve-unknown-fields") {
+        if !object.contains_key("type") && !object.contains_key("x-kubernetes-preserve-unknown-fields") && !int_or_string {
             problems.push(format!("{path}: no type"));
         }
         if object.get("type").is_some_and(Json::is_array) {

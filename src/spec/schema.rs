@@ -334,7 +334,7 @@ impl Validator<'_> {
             return;
         }
         let Some(expected) = types.iter().find(|t| **t != "null").copied() else { return };
-        if !self.check_type(node, expected, path) {
+        if !self.check_type(node, expected, schema, path) {
             return;
         }
         match expected {
@@ -353,7 +353,7 @@ impl Validator<'_> {
     }
 
     /// Checks the node's type, coercing plain scalars to strings; false if it does not match.
-    fn check_type(&mut self, node: &mut Node, expected: &str, path: &str) -> bool {
+    fn check_type(&mut self, node: &mut Node, expected: &str, schema: &Json, path: &str) -> bool {
         let matches = match (&node.value, expected) {
             (Value::Str(_), "string") | (Value::Bool(_), "boolean") | (Value::Int(_), "integer" | "number") => true,
             (Value::Float(_), "number") | (Value::Map(_), "object") | (Value::Seq(_), "array") => true,
@@ -376,7 +376,11 @@ impl Validator<'_> {
                 "array" => "a list",
                 other => other,
             };
-            self.out.push(Diagnostic::error(node.origin, path, format!("expected {what}, found {}", node.describe())));
+            let mut diagnostic = Diagnostic::error(node.origin, path, format!("expected {what}, found {}", node.describe()));
+            if schema.get("maxProperties").is_some() && schema.get("properties").and_then(|p| p.get("fromEnv")).is_some() {
+                diagnostic = diagnostic.with_help("a secret source is `{}` (generated), `{ fromEnv: VAR }`, `{ fromFile: path }` or `{ value: \"...\" }`");
+            }
+            self.out.push(diagnostic);
         }
         matches
     }
@@ -519,6 +523,12 @@ fn replace_checks(schema: &mut Json) {
             if let Some(Json::String(name)) = object.remove("x-tfrs-check") {
                 if let Some(format) = FORMATS.iter().find(|f| f.name == name) {
                     object.insert("pattern".into(), Json::from(format.pattern));
+                }
+                // NB: Kubernetes quantities may be written as numbers (`cpu: 1`).
+                if name == "quantity" {
+                    let nullable = object.get("type").and_then(Json::as_array).is_some_and(|t| t.iter().any(|t| t == "null"));
+                    let types = if nullable { serde_json::json!(["string", "number", "null"]) } else { serde_json::json!(["string", "number"]) };
+                    object.insert("type".into(), types);
                 }
             }
             for value in object.values_mut() {

@@ -1,0 +1,153 @@
+//! End-to-end tests of the `tfrs` binary: every `fixtures/err-*` scenario's whole report is a
+//! snapshot; the demo validates; outside tools accept `tfrs schema --crd`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tfrs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tfrs"))
+        .args(args)
+        .current_dir(root())
+        .env_remove("TFRS_MASTER_KEY")
+        .output()
+        .expect("the tfrs binary runs")
+}
+
+fn report(output: &Output) -> String {
+    format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn error_scenarios_match_their_snapshots() {
+    let mut scenarios: Vec<String> = std::fs::read_dir(root().join("fixtures"))
+        .expect("fixtures/ exists")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("err-"))
+        .collect();
+    scenarios.sort();
+    assert!(scenarios.len() >= 25, "only {} error scenarios", scenarios.len());
+    for scenario in scenarios {
+        let output = tfrs(&["validate", &format!("fixtures/{scenario}")]);
+        assert_eq!(output.status.code(), Some(1), "{scenario} must be invalid:\n{}", report(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let first = stderr.lines().next().unwrap_or_default();
+        // The contract: `file:line:col: field.path: message`.
+        let parts: Vec<&str> = first.splitn(5, ':').collect();
+        assert!(parts.len() == 5 && parts[1].parse::<usize>().is_ok() && parts[2].parse::<usize>().is_ok(), "{scenario}: {first}");
+        assert!(parts[0].starts_with(&format!("fixtures/{scenario}/")), "{scenario}: {first}");
+        insta::assert_snapshot!(scenario.clone(), report(&output));
+    }
+}
+
+#[test]
+fn demo_is_valid() {
+    let output = tfrs(&["validate", "fixtures/demo"]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    insta::assert_snapshot!(report(&output));
+}
+
+#[test]
+fn explain_names_every_layer() {
+    let output = tfrs(&["validate", "fixtures/demo", "--explain", "spec.prometheus.retention", "--explain", "spec.imageRegistry.username"]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    insta::assert_snapshot!(report(&output));
+}
+
+#[test]
+fn command_line_overlays_apply_after_spec_overlays() {
+    let output = tfrs(&["validate", "fixtures/demo", "--overlay", "prod", "--explain", "spec.rabbitmq.replicas"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("TFRTenant/alice spec.rabbitmq.replicas = 3"), "{stdout}");
+    // acme sets it in its own spec, which wins over every overlay.
+    assert!(stdout.contains("TFRTenant/acme spec.rabbitmq.replicas = 1"), "{stdout}");
+}
+
+#[test]
+fn usage_and_io_errors_exit_2() {
+    assert_eq!(tfrs(&["validate", "fixtures/does-not-exist"]).status.code(), Some(2));
+    assert_eq!(tfrs(&["validate", "fixtures/demo", "--overlay", "nope"]).status.code(), Some(2));
+    assert_eq!(tfrs(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(tfrs(&["validate"]).status.code(), Some(2));
+}
+
+#[test]
+fn json_schema_covers_the_three_kinds() {
+    let output = tfrs(&["schema"]);
+    assert_eq!(output.status.code(), Some(0));
+    let schema: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    for kind in ["TFRCluster", "TFRTenant", "TFRServer"] {
+        assert!(schema["$defs"][kind]["properties"]["spec"].is_object(), "{kind}");
+    }
+}
+
+/// Finds an outside tool on PATH or in the CI venv; under `CI=true` a missing tool fails.
+fn outside_tool(name: &str) -> Option<PathBuf> {
+    let venv = root().join("target/venv/bin").join(name);
+    if venv.exists() {
+        return Some(venv);
+    }
+    let on_path = std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.exists()));
+    if on_path.is_none() && std::env::var("CI").as_deref() == Ok("true") {
+        panic!("`{name}` is required under CI=true (.ci/run installs it)");
+    }
+    on_path
+}
+
+#[test]
+fn crds_pass_kubernetes_validate() {
+    let Some(tool) = outside_tool("kubernetes-validate") else {
+        eprintln!("skipped: kubernetes-validate not installed (run .ci/run)");
+        return;
+    };
+    let output = tfrs(&["schema", "--crd"]);
+    assert_eq!(output.status.code(), Some(0));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("crds.yaml");
+    std::fs::write(&file, &output.stdout).expect("write");
+    let check = Command::new(tool).args(["--strict", "--kubernetes-version", "1.33.0"]).arg(&file).output().expect("runs");
+    let text = String::from_utf8_lossy(&check.stdout).into_owned() + &String::from_utf8_lossy(&check.stderr);
+    assert!(check.status.success(), "{text}");
+    assert_eq!(text.matches("passed").count(), 3, "{text}");
+}
+
+#[test]
+fn demo_examples_match_the_exported_json_schema() {
+    // The demo is the richest valid input: every document must satisfy the editor schema too.
+    let Some(python) = outside_tool("python3") else { return };
+    let has_jsonschema = Command::new(&python).args(["-c", "import jsonschema, yaml"]).status().is_ok_and(|s| s.success());
+    if !has_jsonschema {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "python jsonschema + pyyaml are required under CI=true");
+        return;
+    }
+    let schema = tfrs(&["schema"]).stdout;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let schema_file = dir.path().join("schema.json");
+    std::fs::write(&schema_file, schema).expect("write");
+    let script = r#"
+import json, sys, glob, yaml, jsonschema
+schema = json.load(open(sys.argv[1]))
+validator = jsonschema.Draft202012Validator(schema)
+count = 0
+for path in sorted(glob.glob('fixtures/demo/*.yaml')):
+    for doc in yaml.safe_load_all(open(path)):
+        errors = list(validator.iter_errors(doc))
+        assert not errors, (path, [e.message for e in errors])
+        count += 1
+print(count)
+"#;
+    let output = Command::new(&python).arg("-c").arg(script).arg(&schema_file).current_dir(root()).output().expect("runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "8");
+    let _ = Path::new(".");
+}
