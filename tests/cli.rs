@@ -96,8 +96,7 @@ fn outside_tool(name: &str) -> Option<PathBuf> {
     if venv.exists() {
         return Some(venv);
     }
-    let on_path = std::env::var_os("PATH")
-        .and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.exists()));
+    let on_path = std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.exists()));
     if on_path.is_none() && std::env::var("CI").as_deref() == Ok("true") {
         panic!("`{name}` is required under CI=true (.ci/run installs it)");
     }

@@ -3,15 +3,26 @@
 
 use super::diagnostic::{Diagnostic, FileTable, did_you_mean};
 use super::load::{Object, Spec};
-use super::model::{ClusterSpec, GitopsEngine, Issuer, IngressType, SealingBackend, SecretSource, ServerSpec, TenantSpec, TenantType};
-use super::schema::is_dns_label;
+use super::model::{ClusterSpec, GitopsEngine, IngressType, Issuer, SealingBackend, SecretSource, ServerSpec, TenantSpec, TenantType};
 use super::schema::Kind;
+use super::schema::is_dns_label;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Namespaces that the platform itself uses or that Kubernetes reserves.
 const RESERVED_NAMESPACES: &[&str] = &[
-    "default", "kube-system", "kube-public", "kube-node-lease", "istio-system", "istio-ingress", "cert-manager",
-    "cnpg-system", "minio-operator", "rabbitmq-system", "flux-system", "argocd", "monitoring",
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "istio-system",
+    "istio-ingress",
+    "cert-manager",
+    "cnpg-system",
+    "minio-operator",
+    "rabbitmq-system",
+    "flux-system",
+    "argocd",
+    "monitoring",
 ];
 
 /// Longest tenant namespace: `<ns>-pg-rw` and `<ns>-ts-rw` must stay Service names (63).
@@ -112,28 +123,53 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
         );
     }
     if spec.ingress.tls.issuer == Issuer::Letsencrypt && spec.ingress.tls.email.is_empty() {
-        out.push(Diagnostic::error(cluster.locate("spec.ingress.tls"), "spec.ingress.tls.email", "required when `issuer` is `letsencrypt` (the ACME account e-mail)"));
+        out.push(Diagnostic::error(
+            cluster.locate("spec.ingress.tls"),
+            "spec.ingress.tls.email",
+            "required when `issuer` is `letsencrypt` (the ACME account e-mail)",
+        ));
     }
     if !spec.ingress.tke_clb_id.is_empty() && spec.ingress.kind != IngressType::TkeClb {
-        out.push(Diagnostic::error(cluster.locate("spec.ingress.tkeClbId"), "spec.ingress.tkeClbId", "only valid with `ingress.type: tke-clb`"));
+        out.push(Diagnostic::error(
+            cluster.locate("spec.ingress.tkeClbId"),
+            "spec.ingress.tkeClbId",
+            "only valid with `ingress.type: tke-clb`",
+        ));
     }
     if spec.gitops.engine == GitopsEngine::Argocd && spec.gitops.repo_url.is_empty() {
-        out.push(Diagnostic::error(cluster.locate("spec.gitops"), "spec.gitops.repoURL", "required with `engine: argocd`").with_help("the Git URL Argo CD reads the rendered tree from"));
+        out.push(
+            Diagnostic::error(cluster.locate("spec.gitops"), "spec.gitops.repoURL", "required with `engine: argocd`")
+                .with_help("the Git URL Argo CD reads the rendered tree from"),
+        );
     }
     let registry = &spec.image_registry;
     match (&registry.username, &registry.password) {
-        (Some(_), None) => out.push(Diagnostic::error(cluster.locate("spec.imageRegistry.username"), "spec.imageRegistry.password", "required when `username` is set")),
-        (None, Some(_)) => out.push(Diagnostic::error(cluster.locate("spec.imageRegistry.password"), "spec.imageRegistry.username", "required when `password` is set")),
+        (Some(_), None) => out.push(Diagnostic::error(
+            cluster.locate("spec.imageRegistry.username"),
+            "spec.imageRegistry.password",
+            "required when `username` is set",
+        )),
+        (None, Some(_)) => out.push(Diagnostic::error(
+            cluster.locate("spec.imageRegistry.password"),
+            "spec.imageRegistry.username",
+            "required when `password` is set",
+        )),
         _ => {}
     }
     match spec.sealing.backend {
         SealingBackend::SealedSecrets if spec.sealing.cert_file.is_empty() => out.push(
-            Diagnostic::warning(cluster.locate("spec.sealing"), "spec.sealing.certFile", "not set: `tfrs render` cannot seal Secrets without the controller certificate")
-                .with_help("save it with `kubeseal --fetch-cert > keys/<cluster>.pem` and set `certFile: keys/<cluster>.pem`"),
+            Diagnostic::warning(
+                cluster.locate("spec.sealing"),
+                "spec.sealing.certFile",
+                "not set: `tfrs render` cannot seal Secrets without the controller certificate",
+            )
+            .with_help("save it with `kubeseal --fetch-cert > keys/<cluster>.pem` and set `certFile: keys/<cluster>.pem`"),
         ),
-        SealingBackend::SopsAge if spec.sealing.age_recipients.is_empty() => out.push(
-            Diagnostic::error(cluster.locate("spec.sealing"), "spec.sealing.ageRecipients", "at least one `age1…` recipient is required with `backend: sops-age`"),
-        ),
+        SealingBackend::SopsAge if spec.sealing.age_recipients.is_empty() => out.push(Diagnostic::error(
+            cluster.locate("spec.sealing"),
+            "spec.sealing.ageRecipients",
+            "at least one `age1…` recipient is required with `backend: sops-age`",
+        )),
         _ => {}
     }
     for (index, recipient) in spec.sealing.age_recipients.iter().enumerate() {
@@ -157,14 +193,25 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
                 out.push(Diagnostic::error(cluster.locate(path), path, "required when `billing.enabled` is true"));
             }
         }
-        if !billing.otlp_endpoint.is_empty() && !billing.otlp_endpoint.starts_with("https://") && !billing.otlp_endpoint.starts_with("http://") {
-            out.push(Diagnostic::error(cluster.locate("spec.billing.otlpEndpoint"), "spec.billing.otlpEndpoint", format!("expected an `https://` URL, found {:?}", billing.otlp_endpoint)));
+        if !billing.otlp_endpoint.is_empty()
+            && !billing.otlp_endpoint.starts_with("https://")
+            && !billing.otlp_endpoint.starts_with("http://")
+        {
+            out.push(Diagnostic::error(
+                cluster.locate("spec.billing.otlpEndpoint"),
+                "spec.billing.otlpEndpoint",
+                format!("expected an `https://` URL, found {:?}", billing.otlp_endpoint),
+            ));
         }
     }
     if looks_like_uuid(&billing.infisical.project_slug) {
         out.push(
-            Diagnostic::error(cluster.locate("spec.billing.infisical.projectSlug"), "spec.billing.infisical.projectSlug", "this is a project id, not a slug")
-                .with_help("External Secrets needs the project slug, e.g. `tfrs-prod` (seed 004, invariant A)"),
+            Diagnostic::error(
+                cluster.locate("spec.billing.infisical.projectSlug"),
+                "spec.billing.infisical.projectSlug",
+                "this is a project id, not a slug",
+            )
+            .with_help("External Secrets needs the project slug, e.g. `tfrs-prod` (seed 004, invariant A)"),
         );
     }
     let mut sources = vec![];
@@ -226,13 +273,20 @@ fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeSet<String>, out: &
         }
         TenantType::Enterprise => {
             if !spec.function.is_empty() {
-                out.push(Diagnostic::error(tenant.locate("spec.function"), "spec.function", "only personal tenants have a function").with_help("remove it, or set `type: personal`"));
+                out.push(
+                    Diagnostic::error(tenant.locate("spec.function"), "spec.function", "only personal tenants have a function")
+                        .with_help("remove it, or set `type: personal`"),
+                );
             }
         }
     }
     for (field, value) in [("spec.function", &spec.function), ("spec.namespace", &spec.namespace)] {
         if !value.is_empty() && !is_dns_label(value) {
-            out.push(Diagnostic::error(tenant.locate(field), field, format!("expected a DNS-1123 label (lowercase letters, digits and `-`), found {value:?}")));
+            out.push(Diagnostic::error(
+                tenant.locate(field),
+                field,
+                format!("expected a DNS-1123 label (lowercase letters, digits and `-`), found {value:?}"),
+            ));
         }
     }
     if spec.front.enabled && spec.front.image.is_empty() {
@@ -244,7 +298,13 @@ fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeSet<String>, out: &
     secret_warnings(tenant, &tenant_secrets(spec), out);
 }
 
-fn dangling<'a>(origin: super::yaml::Origin, path: &str, kind: &str, name: &str, known: impl Iterator<Item = &'a str> + Clone) -> Diagnostic {
+fn dangling<'a>(
+    origin: super::yaml::Origin,
+    path: &str,
+    kind: &str,
+    name: &str,
+    known: impl Iterator<Item = &'a str> + Clone,
+) -> Diagnostic {
     let listed: Vec<String> = known.clone().map(|k| format!("`{k}`")).collect();
     let defined = if listed.is_empty() { "none is defined".to_owned() } else { format!("defined: {}", listed.join(", ")) };
     let mut diagnostic = Diagnostic::error(origin, path, format!("unknown {kind} `{name}` ({defined})"));
@@ -369,7 +429,11 @@ fn check_namespaces(spec: &Spec, clusters: &BTreeMap<&str, &Object<ClusterSpec>>
             // A duplicate name is reported once, as a duplicate.
             Some(first) if first.name() == tenant.name() => {}
             Some(first) => {
-                out.push(Diagnostic::error(origin, field, format!("namespace `{namespace}` is already used by TFRTenant `{}`", first.name())));
+                out.push(Diagnostic::error(
+                    origin,
+                    field,
+                    format!("namespace `{namespace}` is already used by TFRTenant `{}`", first.name()),
+                ));
             }
         }
     }
@@ -395,14 +459,24 @@ fn check_server(
     }
     let Some(tenant) = tenants.get(spec.tenant.as_str()) else {
         if !known_tenants.contains(&spec.tenant) {
-            out.push(dangling(server.locate("spec.tenant"), "spec.tenant", "TFRTenant", &spec.tenant, known_tenants.iter().map(String::as_str)));
+            out.push(dangling(
+                server.locate("spec.tenant"),
+                "spec.tenant",
+                "TFRTenant",
+                &spec.tenant,
+                known_tenants.iter().map(String::as_str),
+            ));
         }
         return;
     };
     let domain = clusters.get(tenant.spec.cluster.as_str()).map(|c| c.spec.ingress.domain.as_str()).unwrap_or_default();
     let host = if spec.host.is_empty() { format!("{name}.{}.{domain}", tenant.name()) } else { spec.host.clone() };
     if let Some(first) = hosts.get(&host) {
-        out.push(Diagnostic::error(server.locate("spec.host"), "spec.host", format!("host `{host}` is already used by TFRServer `{first}`")));
+        out.push(Diagnostic::error(
+            server.locate("spec.host"),
+            "spec.host",
+            format!("host `{host}` is already used by TFRServer `{first}`"),
+        ));
     } else {
         hosts.insert(host, name.to_owned());
     }
@@ -414,7 +488,11 @@ fn check_server(
     ];
     for (path, wanted, available, component) in jobs {
         if wanted && !available {
-            out.push(Diagnostic::warning(server.locate(path), path, format!("tenant `{}` has `{component}` disabled, so this job is not rendered", tenant.name())));
+            out.push(Diagnostic::warning(
+                server.locate(path),
+                path,
+                format!("tenant `{}` has `{component}` disabled, so this job is not rendered", tenant.name()),
+            ));
         }
     }
     const CACHE_KEY: &str = "TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR";
@@ -423,7 +501,10 @@ fn check_server(
         out.push(Diagnostic::warning(
             server.locate(&path),
             &path,
-            format!("overridden by the tenant's `sharedCache.cacheDir` (`{}`), which has the highest priority", tenant_spec.shared_cache.cache_dir),
+            format!(
+                "overridden by the tenant's `sharedCache.cacheDir` (`{}`), which has the highest priority",
+                tenant_spec.shared_cache.cache_dir
+            ),
         ));
     }
     for key in spec.secret_data.keys() {
@@ -458,8 +539,12 @@ fn confz_error(server: &Object<ServerSpec>, error: &toml::de::Error, files: &dyn
         origin.line += line;
         let source_line = files.text(origin.file).lines().nth(origin.line - 1).unwrap_or_default();
         origin.column = source_line.chars().take_while(|c| *c == ' ').count() + column + 1;
-        return Diagnostic::error(origin, "spec.confzData", format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1))
-            .with_help("ConfzData is deep-merged over the generated config.toml and must be valid TOML");
+        return Diagnostic::error(
+            origin,
+            "spec.confzData",
+            format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1),
+        )
+        .with_help("ConfzData is deep-merged over the generated config.toml and must be valid TOML");
     }
     Diagnostic::error(origin, "spec.confzData", format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1))
 }

@@ -69,7 +69,11 @@ fn structural(schema: &Json, defs: &Json, depth: usize) -> Json {
     if let Some(branches) = object.get("anyOf").or_else(|| object.get("oneOf")).and_then(Json::as_array) {
         let constants: Option<Vec<Json>> = branches
             .iter()
-            .map(|b| b.get("const").cloned().or_else(|| b.get("enum").and_then(Json::as_array).and_then(|e| (e.len() == 1).then(|| e[0].clone()))))
+            .map(|b| {
+                b.get("const")
+                    .cloned()
+                    .or_else(|| b.get("enum").and_then(Json::as_array).and_then(|e| (e.len() == 1).then(|| e[0].clone())))
+            })
             .collect();
         if let Some(values) = constants {
             out.insert("type".into(), json!("string"));
@@ -124,7 +128,8 @@ fn structural(schema: &Json, defs: &Json, depth: usize) -> Json {
             "const" => {
                 out.insert("enum".into(), json!([value]));
             }
-            "description" | "default" | "enum" | "minimum" | "maximum" | "pattern" | "maxLength" | "minLength" | "maxProperties" | "minProperties" | "required" | "maxItems" | "minItems" => {
+            "description" | "default" | "enum" | "minimum" | "maximum" | "pattern" | "maxLength" | "minLength" | "maxProperties"
+            | "minProperties" | "required" | "maxItems" | "minItems" => {
                 out.insert(key.clone(), value.clone());
             }
             _ => {}

@@ -74,19 +74,11 @@ pub fn render(diagnostics: &[Diagnostic], files: &dyn FileTable) -> String {
             Severity::Error => "",
             Severity::Warning => "warning: ",
         };
-        let _ = writeln!(
-            out,
-            "{name}:{}:{}: {severity}{}: {}",
-            origin.line, origin.column, diagnostic.path, diagnostic.message
-        );
+        let _ = writeln!(out, "{name}:{}:{}: {severity}{}: {}", origin.line, origin.column, diagnostic.path, diagnostic.message);
         if let Some(line) = files.text(origin.file).lines().nth(origin.line.saturating_sub(1)) {
             let number = origin.line.to_string();
             let pad = " ".repeat(number.len());
-            let caret_at: String = line
-                .chars()
-                .take(origin.column.saturating_sub(1))
-                .map(|c| if c == '\t' { '\t' } else { ' ' })
-                .collect();
+            let caret_at: String = line.chars().take(origin.column.saturating_sub(1)).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
             let _ = writeln!(out, "{pad} |");
             let _ = writeln!(out, "{number} | {line}");
             let _ = writeln!(out, "{pad} | {caret_at}^");

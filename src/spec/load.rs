@@ -186,11 +186,9 @@ pub fn load(bundle: &Bundle) -> Loaded {
         let cluster = match kind {
             Kind::Cluster => document.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str).map(str::to_owned),
             Kind::Tenant => document.get("spec").and_then(|s| s.get("cluster")).and_then(Node::as_str).map(str::to_owned),
-            Kind::Server => document
-                .get("spec")
-                .and_then(|s| s.get("tenant"))
-                .and_then(Node::as_str)
-                .and_then(|t| tenant_clusters.get(t).cloned()),
+            Kind::Server => {
+                document.get("spec").and_then(|s| s.get("tenant")).and_then(Node::as_str).and_then(|t| tenant_clusters.get(t).cloned())
+            }
         };
         let mut names: Vec<String> = cluster.and_then(|c| cluster_overlays.get(&c).cloned()).unwrap_or_default();
         names.extend(bundle.extra_overlays.iter().cloned());
@@ -202,7 +200,6 @@ pub fn load(bundle: &Bundle) -> Loaded {
                     .into_iter()
                     .flatten()
                     .filter(|o| o.kind == kind)
-                    
                     .map(move |o| Layer { label: format!("overlay `{name}`"), spec: o.spec.clone() })
             })
             .collect();
@@ -224,7 +221,8 @@ fn unknown_overlay(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> D
     let known: Vec<String> = bundle.overlays.keys().map(|k| format!("`{k}`")).collect();
     let mut diagnostic = Diagnostic::error(origin, path, format!("unknown overlay `{name}`, expected one of {}", known.join(", ")));
     if let Some(close) = did_you_mean(name, bundle.overlays.keys().map(String::as_str)) {
-        diagnostic = diagnostic.with_help(format!("did you mean `{close}`? user overlays live in an `overlays/` directory next to the specs"));
+        diagnostic =
+            diagnostic.with_help(format!("did you mean `{close}`? user overlays live in an `overlays/` directory next to the specs"));
     } else {
         diagnostic = diagnostic.with_help("user overlays live in an `overlays/` directory next to the specs, one `<name>.yaml` each");
     }
@@ -234,12 +232,19 @@ fn unknown_overlay(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> D
 /// Reads `kind` and `apiVersion` of a spec document, reporting what is wrong with them.
 fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
     if !matches!(document.value, Value::Map(_)) {
-        out.push(Diagnostic::error(document.origin, "(document)", format!("expected a map with `apiVersion`, `kind`, `metadata` and `spec`, found {}", document.describe())));
+        out.push(Diagnostic::error(
+            document.origin,
+            "(document)",
+            format!("expected a map with `apiVersion`, `kind`, `metadata` and `spec`, found {}", document.describe()),
+        ));
         return None;
     }
     let kind = match document.get("kind") {
         None => {
-            out.push(Diagnostic::error(document.origin, "kind", "missing required field").with_help("one of `TFRCluster`, `TFRTenant`, `TFRServer`"));
+            out.push(
+                Diagnostic::error(document.origin, "kind", "missing required field")
+                    .with_help("one of `TFRCluster`, `TFRTenant`, `TFRServer`"),
+            );
             None
         }
         Some(node) => match node.as_str().and_then(Kind::parse) {
@@ -260,7 +265,10 @@ fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
         },
     };
     match document.get("apiVersion") {
-        None => out.push(Diagnostic::error(document.origin, "apiVersion", "missing required field").with_help(format!("add `apiVersion: {API_VERSION}`"))),
+        None => out.push(
+            Diagnostic::error(document.origin, "apiVersion", "missing required field")
+                .with_help(format!("add `apiVersion: {API_VERSION}`")),
+        ),
         Some(node) if node.as_str() != Some(API_VERSION) => {
             out.push(Diagnostic::error(node.origin, "apiVersion", format!("expected `{API_VERSION}`, found {}", node.describe())));
         }
@@ -330,12 +338,20 @@ fn parse_overlays(bundle: &Bundle, schemas: &BTreeMap<Kind, Json>, out: &mut Vec
         let mut parsed = Vec::new();
         for document in documents {
             let Value::Map(entries) = &document.value else {
-                out.push(Diagnostic::error(document.origin, "(overlay)", format!("expected a map with `kind` and `spec`, found {}", document.describe())));
+                out.push(Diagnostic::error(
+                    document.origin,
+                    "(overlay)",
+                    format!("expected a map with `kind` and `spec`, found {}", document.describe()),
+                ));
                 continue;
             };
             for (key, _) in entries {
                 if !matches!(key.name.as_str(), "apiVersion" | "kind" | "spec") {
-                    let mut diagnostic = Diagnostic::error(key.origin, &key.name, "unknown field in an overlay, expected one of `apiVersion`, `kind`, `spec`");
+                    let mut diagnostic = Diagnostic::error(
+                        key.origin,
+                        &key.name,
+                        "unknown field in an overlay, expected one of `apiVersion`, `kind`, `spec`",
+                    );
                     if key.name == "metadata" {
                         diagnostic = diagnostic.with_help("overlays apply to every object of their kind and have no names");
                     }
@@ -344,7 +360,11 @@ fn parse_overlays(bundle: &Bundle, schemas: &BTreeMap<Kind, Json>, out: &mut Vec
             }
             if let Some(version) = document.get("apiVersion") {
                 if version.as_str() != Some(API_VERSION) {
-                    out.push(Diagnostic::error(version.origin, "apiVersion", format!("expected `{API_VERSION}`, found {}", version.describe())));
+                    out.push(Diagnostic::error(
+                        version.origin,
+                        "apiVersion",
+                        format!("expected `{API_VERSION}`, found {}", version.describe()),
+                    ));
                 }
             }
             let Some(kind) = document_kind_only(&document, out) else { continue };
@@ -377,7 +397,11 @@ fn document_kind_only(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind
     };
     let kind = node.as_str().and_then(Kind::parse);
     if kind.is_none() {
-        out.push(Diagnostic::error(node.origin, "kind", format!("unknown kind {}, expected one of `TFRCluster`, `TFRTenant`, `TFRServer`", node.describe())));
+        out.push(Diagnostic::error(
+            node.origin,
+            "kind",
+            format!("unknown kind {}, expected one of `TFRCluster`, `TFRTenant`, `TFRServer`", node.describe()),
+        ));
     }
     kind
 }

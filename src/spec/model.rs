@@ -311,12 +311,7 @@ fn default_revision() -> String {
 
 impl Default for Gitops {
     fn default() -> Self {
-        Gitops {
-            engine: GitopsEngine::default(),
-            source_ref: default_source_ref(),
-            repo_url: String::new(),
-            revision: default_revision(),
-        }
+        Gitops { engine: GitopsEngine::default(), source_ref: default_source_ref(), repo_url: String::new(), revision: default_revision() }
     }
 }
 
@@ -881,12 +876,7 @@ fn default_redis_storage() -> String {
 
 impl Default for Redis {
     fn default() -> Self {
-        Redis {
-            enabled: true,
-            image: default_redis_image(),
-            storage: default_redis_storage(),
-            password: SecretSource::default(),
-        }
+        Redis { enabled: true, image: default_redis_image(), storage: default_redis_storage(), password: SecretSource::default() }
     }
 }
 
@@ -959,12 +949,7 @@ fn default_rabbitmq_user() -> SecretSource {
 
 impl Default for Rabbitmq {
     fn default() -> Self {
-        Rabbitmq {
-            enabled: true,
-            replicas: 1,
-            username: default_rabbitmq_user(),
-            password: SecretSource::default(),
-        }
+        Rabbitmq { enabled: true, replicas: 1, username: default_rabbitmq_user(), password: SecretSource::default() }
     }
 }
 
@@ -1038,12 +1023,7 @@ fn default_cache_dir() -> String {
 
 impl Default for SharedCache {
     fn default() -> Self {
-        SharedCache {
-            enabled: true,
-            storage: default_cache_storage(),
-            storage_class: String::new(),
-            cache_dir: default_cache_dir(),
-        }
+        SharedCache { enabled: true, storage: default_cache_storage(), storage_class: String::new(), cache_dir: default_cache_dir() }
     }
 }
 

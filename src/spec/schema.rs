@@ -155,10 +155,7 @@ fn is_quantity(s: &str) -> bool {
     const SUFFIXES: [&str; 13] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "m", "k", "M", "G", "T", "P", "E"];
     let number = SUFFIXES.iter().find_map(|suffix| s.strip_suffix(suffix)).unwrap_or(s);
     let (int, frac) = number.split_once('.').unwrap_or((number, "0"));
-    !int.is_empty()
-        && !frac.is_empty()
-        && int.bytes().all(|b| b.is_ascii_digit())
-        && frac.bytes().all(|b| b.is_ascii_digit())
+    !int.is_empty() && !frac.is_empty() && int.bytes().all(|b| b.is_ascii_digit()) && frac.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn is_duration(s: &str) -> bool {
@@ -183,8 +180,7 @@ fn is_duration(s: &str) -> bool {
 
 fn is_env_name(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn is_image(s: &str) -> bool {
@@ -378,7 +374,8 @@ impl Validator<'_> {
             };
             let mut diagnostic = Diagnostic::error(node.origin, path, format!("expected {what}, found {}", node.describe()));
             if schema.get("maxProperties").is_some() && schema.get("properties").and_then(|p| p.get("fromEnv")).is_some() {
-                diagnostic = diagnostic.with_help("a secret source is `{}` (generated), `{ fromEnv: VAR }`, `{ fromFile: path }` or `{ value: \"...\" }`");
+                diagnostic = diagnostic
+                    .with_help("a secret source is `{}` (generated), `{ fromEnv: VAR }`, `{ fromFile: path }` or `{ value: \"...\" }`");
             }
             self.out.push(diagnostic);
         }
@@ -394,8 +391,7 @@ impl Validator<'_> {
         match text {
             Some(text) if allowed.contains(&text) => node.value = Value::Str(text),
             Some(text) => {
-                let mut diagnostic =
-                    Diagnostic::error(node.origin, path, format!("expected one of {listed}, found {}", node.describe()));
+                let mut diagnostic = Diagnostic::error(node.origin, path, format!("expected one of {listed}, found {}", node.describe()));
                 if let Some(close) = did_you_mean(&text, allowed.iter().map(String::as_str)) {
                     diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
                 }
@@ -465,7 +461,11 @@ impl Validator<'_> {
                     Some(schema @ Json::Object(_)) => {
                         if let Some(format) = &names_schema {
                             if let Err(expected) = check_format(format, &key.name) {
-                                self.out.push(Diagnostic::error(key.origin, &child, format!("expected the key to be {expected}, found {:?}", key.name)));
+                                self.out.push(Diagnostic::error(
+                                    key.origin,
+                                    &child,
+                                    format!("expected the key to be {expected}, found {:?}", key.name),
+                                ));
                             }
                         }
                         self.check(value, schema, &child);
@@ -527,7 +527,8 @@ fn replace_checks(schema: &mut Json) {
                 // NB: Kubernetes quantities may be written as numbers (`cpu: 1`).
                 if name == "quantity" {
                     let nullable = object.get("type").and_then(Json::as_array).is_some_and(|t| t.iter().any(|t| t == "null"));
-                    let types = if nullable { serde_json::json!(["string", "number", "null"]) } else { serde_json::json!(["string", "number"]) };
+                    let types =
+                        if nullable { serde_json::json!(["string", "number", "null"]) } else { serde_json::json!(["string", "number"]) };
                     object.insert("type".into(), types);
                 }
             }
