@@ -513,10 +513,10 @@ fn check_server(
             out.push(Diagnostic::error(server.locate(&path), &path, format!("`{key}` is also in `secretData`: set it in one place")));
         }
     }
-    if !spec.confz_data.is_empty() {
-        if let Err(error) = spec.confz_data.parse::<toml::Table>() {
-            out.push(confz_error(server, &error, files));
-        }
+    if !spec.confz_data.is_empty()
+        && let Err(error) = spec.confz_data.parse::<toml::Table>()
+    {
+        out.push(confz_error(server, &error, files));
     }
     let sources: Vec<(String, &SecretSource)> = spec.secret_data.iter().map(|(k, v)| (format!("spec.secretData.{k}"), v)).collect();
     secret_warnings(server, &sources, out);

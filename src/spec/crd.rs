@@ -80,10 +80,10 @@ fn structural(schema: &Json, defs: &Json, depth: usize) -> Json {
             out.insert("enum".into(), Json::Array(values));
         } else {
             let non_null: Vec<&Json> = branches.iter().filter(|b| b.get("type") != Some(&json!("null"))).collect();
-            if let Some(first) = non_null.first() {
-                if let Json::Object(inner) = structural(first, defs, depth + 1) {
-                    out.extend(inner);
-                }
+            if let Some(first) = non_null.first()
+                && let Json::Object(inner) = structural(first, defs, depth + 1)
+            {
+                out.extend(inner);
             }
             if non_null.len() < branches.len() {
                 out.insert("nullable".into(), json!(true));

@@ -303,10 +303,10 @@ fn build<S: DeserializeOwned>(mut document: Node, mut layers: Vec<Layer>, schema
     if let Some(own) = document.get("spec") {
         layers.push(Layer { label: "spec".to_owned(), spec: own.clone() });
         let merged = layers.iter().skip(1).fold(layers[0].spec.clone(), |acc, layer| merge(&acc, &layer.spec));
-        if let Value::Map(entries) = &mut document.value {
-            if let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec") {
-                *spec = merged;
-            }
+        if let Value::Map(entries) = &mut document.value
+            && let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec")
+        {
+            *spec = merged;
         }
     }
     let before = out.iter().filter(|d| d.is_error()).count();
@@ -358,14 +358,14 @@ fn parse_overlays(bundle: &Bundle, schemas: &BTreeMap<Kind, Json>, out: &mut Vec
                     out.push(diagnostic);
                 }
             }
-            if let Some(version) = document.get("apiVersion") {
-                if version.as_str() != Some(API_VERSION) {
-                    out.push(Diagnostic::error(
-                        version.origin,
-                        "apiVersion",
-                        format!("expected `{API_VERSION}`, found {}", version.describe()),
-                    ));
-                }
+            if let Some(version) = document.get("apiVersion")
+                && version.as_str() != Some(API_VERSION)
+            {
+                out.push(Diagnostic::error(
+                    version.origin,
+                    "apiVersion",
+                    format!("expected `{API_VERSION}`, found {}", version.describe()),
+                ));
             }
             let Some(kind) = document_kind_only(&document, out) else { continue };
             let Some(spec) = document.get("spec") else {

@@ -329,6 +329,7 @@ pub enum GitopsEngine {
 /// Ingress settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Default)]
 pub struct Ingress {
     /// How traffic reaches the ingress gateway.
     #[serde(default, rename = "type")]
@@ -348,18 +349,6 @@ pub struct Ingress {
     pub node_ports: NodePorts,
 }
 
-impl Default for Ingress {
-    fn default() -> Self {
-        Ingress {
-            kind: IngressType::default(),
-            domain: String::new(),
-            tls: Tls::default(),
-            tke_clb_id: String::new(),
-            node_ports: NodePorts::default(),
-        }
-    }
-}
-
 /// How the ingress gateway is exposed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -376,6 +365,7 @@ pub enum IngressType {
 /// TLS settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Default)]
 pub struct Tls {
     /// The cert-manager issuer.
     #[serde(default)]
@@ -383,12 +373,6 @@ pub struct Tls {
     /// ACME account e-mail (required with `letsencrypt`).
     #[serde(default)]
     pub email: String,
-}
-
-impl Default for Tls {
-    fn default() -> Self {
-        Tls { issuer: Issuer::default(), email: String::new() }
-    }
 }
 
 /// The cert-manager issuer.
@@ -682,6 +666,7 @@ pub struct Infisical {
 /// `TFRTenant.spec` (DESIGN §2.3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Default)]
 pub struct TenantSpec {
     /// The `TFRCluster` this tenant lives on.
     #[schemars(extend("x-tfrs-check" = "dns-label"))]
@@ -737,31 +722,6 @@ pub struct TenantSpec {
     /// Per-component requests/limits overrides.
     #[serde(default)]
     pub resources: TenantResources,
-}
-
-impl Default for TenantSpec {
-    fn default() -> Self {
-        TenantSpec {
-            cluster: String::new(),
-            kind: TenantType::default(),
-            function: String::new(),
-            namespace: String::new(),
-            postgresql: Postgresql::default(),
-            timescaledb: Timescaledb::default(),
-            redis: Redis::default(),
-            minio: Minio::default(),
-            rabbitmq: Rabbitmq::default(),
-            jaeger: Toggle::default(),
-            otel_collector: Toggle::default(),
-            prometheus: Prometheus::default(),
-            grafana: Grafana::default(),
-            vector: Toggle::default(),
-            shared_cache: SharedCache::default(),
-            front: Front::default(),
-            utils: Utils::default(),
-            resources: TenantResources::default(),
-        }
-    }
 }
 
 /// Tenant type.
@@ -1109,6 +1069,7 @@ pub struct TenantResources {
 /// `TFRServer.spec` (DESIGN §2.4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Default)]
 pub struct ServerSpec {
     /// The `TFRTenant` this server belongs to.
     #[schemars(extend("x-tfrs-check" = "dns-label"))]
@@ -1139,22 +1100,6 @@ pub struct ServerSpec {
     /// Which helper Jobs are rendered.
     #[serde(default)]
     pub jobs: Jobs,
-}
-
-impl Default for ServerSpec {
-    fn default() -> Self {
-        ServerSpec {
-            tenant: String::new(),
-            image: Image::default(),
-            api_worker: ApiWorker::default(),
-            robot_worker: RobotWorker::default(),
-            host: String::new(),
-            secret_data: BTreeMap::new(),
-            config_data: BTreeMap::new(),
-            confz_data: String::new(),
-            jobs: Jobs::default(),
-        }
-    }
 }
 
 /// An image reference split as Helm charts do.

@@ -269,10 +269,10 @@ impl Validator<'_> {
         let schema = self.deref(schema);
         if let Some(format) = schema.get("x-tfrs-check").and_then(Json::as_str) {
             self.check_typed(node, &schema, path);
-            if let Value::Str(text) = &node.value {
-                if let Err(expected) = check_format(format, text) {
-                    self.out.push(Diagnostic::error(node.origin, path, format!("expected {expected}, found {}", node.describe())));
-                }
+            if let Value::Str(text) = &node.value
+                && let Err(expected) = check_format(format, text)
+            {
+                self.out.push(Diagnostic::error(node.origin, path, format!("expected {expected}, found {}", node.describe())));
             }
             return;
         }
@@ -459,14 +459,14 @@ impl Validator<'_> {
                         self.out.push(diagnostic);
                     }
                     Some(schema @ Json::Object(_)) => {
-                        if let Some(format) = &names_schema {
-                            if let Err(expected) = check_format(format, &key.name) {
-                                self.out.push(Diagnostic::error(
-                                    key.origin,
-                                    &child,
-                                    format!("expected the key to be {expected}, found {:?}", key.name),
-                                ));
-                            }
+                        if let Some(format) = &names_schema
+                            && let Err(expected) = check_format(format, &key.name)
+                        {
+                            self.out.push(Diagnostic::error(
+                                key.origin,
+                                &child,
+                                format!("expected the key to be {expected}, found {:?}", key.name),
+                            ));
                         }
                         self.check(value, schema, &child);
                     }
@@ -474,12 +474,12 @@ impl Validator<'_> {
                 }
             }
         }
-        if !self.options.partial {
-            if let Some(required) = schema.get("required").and_then(Json::as_array) {
-                for name in required.iter().filter_map(Json::as_str) {
-                    if !entries.iter().any(|(k, _)| k.name == name) {
-                        self.out.push(Diagnostic::error(origin, join(path, name), "missing required field"));
-                    }
+        if !self.options.partial
+            && let Some(required) = schema.get("required").and_then(Json::as_array)
+        {
+            for name in required.iter().filter_map(Json::as_str) {
+                if !entries.iter().any(|(k, _)| k.name == name) {
+                    self.out.push(Diagnostic::error(origin, join(path, name), "missing required field"));
                 }
             }
         }

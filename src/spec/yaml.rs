@@ -161,26 +161,27 @@ fn resolve_plain(text: &str) -> Value {
         ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
         _ => {}
     }
-    if let Some(octal) = text.strip_prefix("0o") {
-        if let Ok(i) = i64::from_str_radix(octal, 8) {
-            return Value::Int(i);
-        }
+    if let Some(octal) = text.strip_prefix("0o")
+        && let Ok(i) = i64::from_str_radix(octal, 8)
+    {
+        return Value::Int(i);
     }
-    if let Some(hex) = text.strip_prefix("0x") {
-        if let Ok(i) = i64::from_str_radix(hex, 16) {
-            return Value::Int(i);
-        }
+    if let Some(hex) = text.strip_prefix("0x")
+        && let Ok(i) = i64::from_str_radix(hex, 16)
+    {
+        return Value::Int(i);
     }
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        if let Ok(i) = text.parse::<i64>() {
-            return Value::Int(i);
-        }
+    if !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(i) = text.parse::<i64>()
+    {
+        return Value::Int(i);
     }
-    if is_core_float(digits) {
-        if let Ok(f) = text.parse::<f64>() {
-            return Value::Float(f);
-        }
+    if is_core_float(digits)
+        && let Ok(f) = text.parse::<f64>()
+    {
+        return Value::Float(f);
     }
     Value::Str(text.to_owned())
 }
