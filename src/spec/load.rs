@@ -239,7 +239,23 @@ fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
         ));
         return None;
     }
-    let kind = match document.get("kind") {
+    let kind = read_kind(document, out);
+    match document.get("apiVersion") {
+        None => out.push(
+            Diagnostic::error(document.origin, "apiVersion", "missing required field")
+                .with_help(format!("add `apiVersion: {API_VERSION}`")),
+        ),
+        Some(node) if node.as_str() != Some(API_VERSION) => {
+            out.push(Diagnostic::error(node.origin, "apiVersion", format!("expected `{API_VERSION}`, found {}", node.describe())));
+        }
+        Some(_) => {}
+    }
+    kind
+}
+
+/// Reads `kind`, reporting a missing or unknown one.
+fn read_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
+    match document.get("kind") {
         None => {
             out.push(
                 Diagnostic::error(document.origin, "kind", "missing required field")
@@ -263,18 +279,7 @@ fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
                 None
             }
         },
-    };
-    match document.get("apiVersion") {
-        None => out.push(
-            Diagnostic::error(document.origin, "apiVersion", "missing required field")
-                .with_help(format!("add `apiVersion: {API_VERSION}`")),
-        ),
-        Some(node) if node.as_str() != Some(API_VERSION) => {
-            out.push(Diagnostic::error(node.origin, "apiVersion", format!("expected `{API_VERSION}`, found {}", node.describe())));
-        }
-        Some(_) => {}
     }
-    kind
 }
 
 /// Merges `upper` over `lower`: maps merge recursively, everything else replaces.
@@ -367,7 +372,7 @@ fn parse_overlays(bundle: &Bundle, schemas: &BTreeMap<Kind, Json>, out: &mut Vec
                     format!("expected `{API_VERSION}`, found {}", version.describe()),
                 ));
             }
-            let Some(kind) = document_kind_only(&document, out) else { continue };
+            let Some(kind) = read_kind(&document, out) else { continue };
             let Some(spec) = document.get("spec") else {
                 out.push(Diagnostic::error(document.origin, "spec", "missing required field"));
                 continue;
@@ -388,22 +393,6 @@ fn parse_overlays(bundle: &Bundle, schemas: &BTreeMap<Kind, Json>, out: &mut Vec
         overlays.insert(name.clone(), parsed);
     }
     overlays
-}
-
-fn document_kind_only(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
-    let Some(node) = document.get("kind") else {
-        out.push(Diagnostic::error(document.origin, "kind", "missing required field"));
-        return None;
-    };
-    let kind = node.as_str().and_then(Kind::parse);
-    if kind.is_none() {
-        out.push(Diagnostic::error(
-            node.origin,
-            "kind",
-            format!("unknown kind {}, expected one of `TFRCluster`, `TFRTenant`, `TFRServer`", node.describe()),
-        ));
-    }
-    kind
 }
 
 /// The schema of `spec` inside a document schema, with the document's `$defs`.
