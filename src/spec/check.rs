@@ -298,7 +298,8 @@ fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeSet<String>, out: &
     secret_warnings(tenant, &tenant_secrets(spec), out);
 }
 
-fn dangling<'a>(
+/// An error for a reference to an object that does not exist, with the known names.
+pub(crate) fn dangling<'a>(
     origin: super::yaml::Origin,
     path: &str,
     kind: &str,

@@ -203,10 +203,15 @@ pub fn load(bundle: &Bundle) -> Loaded {
                     .map(move |o| Layer { label: format!("overlay `{name}`"), spec: o.spec.clone() })
             })
             .collect();
-        match kind {
-            Kind::Cluster => spec.clusters.extend(build::<ClusterSpec>(document, layers, &schemas[&kind], &mut out)),
-            Kind::Tenant => spec.tenants.extend(build::<TenantSpec>(document, layers, &schemas[&kind], &mut out)),
-            Kind::Server => spec.servers.extend(build::<ServerSpec>(document, layers, &schemas[&kind], &mut out)),
+        let raw = document.clone();
+        let built = match kind {
+            Kind::Cluster => build::<ClusterSpec>(document, layers, &schemas[&kind], &mut out).map(|o| spec.clusters.push(o)),
+            Kind::Tenant => build::<TenantSpec>(document, layers, &schemas[&kind], &mut out).map(|o| spec.tenants.push(o)),
+            Kind::Server => build::<ServerSpec>(document, layers, &schemas[&kind], &mut out).map(|o| spec.servers.push(o)),
+        };
+        if built.is_none() {
+            // NB: the typed checks skip an invalid document; its references are still checked.
+            check_raw_reference(kind, &raw, &known, &mut out);
         }
     }
 
@@ -251,6 +256,22 @@ fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
         Some(_) => {}
     }
     kind
+}
+
+/// Checks `spec.cluster` / `spec.tenant` of a document that failed validation.
+fn check_raw_reference(kind: Kind, document: &Node, known: &BTreeMap<Kind, BTreeSet<String>>, out: &mut Vec<Diagnostic>) {
+    let (field, target) = match kind {
+        Kind::Cluster => return,
+        Kind::Tenant => ("cluster", Kind::Cluster),
+        Kind::Server => ("tenant", Kind::Tenant),
+    };
+    let Some(node) = document.get("spec").and_then(|s| s.get(field)) else { return };
+    let Some(name) = node.as_str() else { return };
+    let empty = BTreeSet::new();
+    let names = known.get(&target).unwrap_or(&empty);
+    if !names.contains(name) {
+        out.push(check::dangling(node.origin, &format!("spec.{field}"), target.as_str(), name, names.iter().map(String::as_str)));
+    }
 }
 
 /// Reads `kind`, reporting a missing or unknown one.
