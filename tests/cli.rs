@@ -150,3 +150,17 @@ print(count)
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "8");
     let _ = Path::new(".");
 }
+
+#[test]
+fn reports_never_echo_secret_literals() {
+    // Each of these scenarios holds the literal `hunter2` where a secret belongs.
+    for scenario in ["err-secret-not-a-map", "err-secret-two-forms"] {
+        let output = tfrs(&["validate", &format!("fixtures/{scenario}")]);
+        assert_eq!(output.status.code(), Some(1));
+        let text = report(&output);
+        assert!(text.contains("spec.redis.password"), "{text}");
+        assert!(!text.contains("hunter2"), "{scenario} leaks the secret:\n{text}");
+    }
+    let output = tfrs(&["validate", "fixtures/demo", "--explain", "spec.imageRegistry.username.value"]);
+    assert!(!report(&output).contains("cnb\""), "{}", report(&output));
+}

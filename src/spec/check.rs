@@ -545,7 +545,10 @@ fn confz_error(server: &Object<ServerSpec>, error: &toml::de::Error, files: &dyn
             "spec.confzData",
             format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1),
         )
-        .with_help("ConfzData is deep-merged over the generated config.toml and must be valid TOML");
+        .with_help("ConfzData is deep-merged over the generated config.toml and must be valid TOML")
+        .sensitive();
     }
+    // NB: ConfzData may hold credentials: its lines are never echoed.
     Diagnostic::error(origin, "spec.confzData", format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1))
+        .sensitive()
 }

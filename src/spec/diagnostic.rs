@@ -25,25 +25,34 @@ pub struct Diagnostic {
     pub message: String,
     /// How to fix it, when known.
     pub help: Option<String>,
+    /// The source line may hold a secret: the report shows no excerpt.
+    pub sensitive: bool,
 }
 
 impl Diagnostic {
     /// An error.
     #[must_use]
     pub fn error(origin: Origin, path: impl Into<String>, message: impl Into<String>) -> Self {
-        Diagnostic { origin, severity: Severity::Error, path: path.into(), message: message.into(), help: None }
+        Diagnostic { origin, severity: Severity::Error, path: path.into(), message: message.into(), help: None, sensitive: false }
     }
 
     /// A warning.
     #[must_use]
     pub fn warning(origin: Origin, path: impl Into<String>, message: impl Into<String>) -> Self {
-        Diagnostic { origin, severity: Severity::Warning, path: path.into(), message: message.into(), help: None }
+        Diagnostic { origin, severity: Severity::Warning, path: path.into(), message: message.into(), help: None, sensitive: false }
     }
 
     /// Adds a fix hint.
     #[must_use]
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
+        self
+    }
+
+    /// Marks the source line as possibly holding a secret, so it is never echoed.
+    #[must_use]
+    pub fn sensitive(mut self) -> Self {
+        self.sensitive = true;
         self
     }
 
@@ -75,7 +84,10 @@ pub fn render(diagnostics: &[Diagnostic], files: &dyn FileTable) -> String {
             Severity::Warning => "warning: ",
         };
         let _ = writeln!(out, "{name}:{}:{}: {severity}{}: {}", origin.line, origin.column, diagnostic.path, diagnostic.message);
-        if let Some(line) = files.text(origin.file).lines().nth(origin.line.saturating_sub(1)) {
+        let line = files.text(origin.file).lines().nth(origin.line.saturating_sub(1));
+        // NB: never echo a line that may hold a secret literal (`value: ...`).
+        let line = line.filter(|l| !diagnostic.sensitive && !holds_literal(l));
+        if let Some(line) = line {
             let number = origin.line.to_string();
             let pad = " ".repeat(number.len());
             let caret_at: String = line.chars().take(origin.column.saturating_sub(1)).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
@@ -88,6 +100,10 @@ pub fn render(diagnostics: &[Diagnostic], files: &dyn FileTable) -> String {
         }
     }
     out
+}
+
+fn holds_literal(line: &str) -> bool {
+    line.match_indices("value").any(|(at, _)| line[at + 5..].trim_start().starts_with(':'))
 }
 
 /// The closest candidate to `word` by edit distance, if it is close enough to be a likely typo.

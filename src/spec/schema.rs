@@ -372,8 +372,17 @@ impl Validator<'_> {
                 "array" => "a list",
                 other => other,
             };
-            let mut diagnostic = Diagnostic::error(node.origin, path, format!("expected {what}, found {}", node.describe()));
-            if schema.get("maxProperties").is_some() && schema.get("properties").and_then(|p| p.get("fromEnv")).is_some() {
+            let is_secret_source =
+                schema.get("maxProperties").is_some() && schema.get("properties").and_then(|p| p.get("fromEnv")).is_some();
+            // NB: a scalar where a secret source belongs is probably the secret itself: never echo it.
+            let found = match (&node.value, is_secret_source) {
+                (Value::Str(_), true) => "a string".to_owned(),
+                (Value::Int(_) | Value::Float(_) | Value::Bool(_), true) => "a scalar".to_owned(),
+                _ => node.describe(),
+            };
+            let mut diagnostic = Diagnostic::error(node.origin, path, format!("expected {what}, found {found}"));
+            if is_secret_source {
+                diagnostic = diagnostic.sensitive();
                 diagnostic = diagnostic
                     .with_help("a secret source is `{}` (generated), `{ fromEnv: VAR }`, `{ fromFile: path }` or `{ value: \"...\" }`");
             }
