@@ -217,7 +217,14 @@ pub fn load(bundle: &Bundle) -> Loaded {
 
     check::check(&spec, &known, bundle, &mut out);
 
-    let diagnostics: Vec<Diagnostic> = out.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
+    // The same problem can be found twice (an overlay used by several objects, a document check
+    // and the schema): keep one, the first found, which carries the most help.
+    let mut unique: BTreeMap<(Origin, super::diagnostic::Severity, String, String), Diagnostic> = BTreeMap::new();
+    for diagnostic in out {
+        let key = (diagnostic.origin, diagnostic.severity, diagnostic.path.clone(), diagnostic.message.clone());
+        unique.entry(key).or_insert(diagnostic);
+    }
+    let diagnostics: Vec<Diagnostic> = unique.into_values().collect();
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
     Loaded { spec: (!has_errors).then_some(spec), diagnostics }
 }
