@@ -43,6 +43,7 @@ pub enum Error {
 pub fn read(inputs: &[PathBuf], extra_overlays: &[String]) -> Result<Bundle, Error> {
     let mut bundle = Bundle::with_builtins();
     let mut overlay_dirs = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
     for input in inputs {
         let display = input.to_string_lossy().into_owned();
         let metadata = fs::metadata(input).map_err(|source| Error::Read { path: display.clone(), source })?;
@@ -53,11 +54,18 @@ pub fn read(inputs: &[PathBuf], extra_overlays: &[String]) -> Result<Bundle, Err
                 return Err(Error::Empty(display));
             }
             for file in files {
+                if !seen.insert(fs::canonicalize(&file).unwrap_or_else(|_| file.clone())) {
+                    continue;
+                }
                 let text = read_text(&file)?;
                 bundle.add_spec(file.to_string_lossy(), text);
             }
             overlay_dirs.push(input.join("overlays"));
         } else {
+            // NB: the same file named twice (or inside a directory also given) is read once.
+            if !seen.insert(fs::canonicalize(input).unwrap_or_else(|_| input.clone())) {
+                continue;
+            }
             let text = read_text(input)?;
             bundle.add_spec(display, text);
             overlay_dirs.push(input.parent().map_or_else(|| PathBuf::from("overlays"), |p| p.join("overlays")));

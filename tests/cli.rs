@@ -164,3 +164,9 @@ fn reports_never_echo_secret_literals() {
     let output = tfrs(&["validate", "fixtures/demo", "--explain", "spec.imageRegistry.username.value"]);
     assert!(!report(&output).contains("cnb\""), "{}", report(&output));
 }
+
+#[test]
+fn a_file_named_twice_is_read_once() {
+    let output = tfrs(&["validate", "fixtures/demo", "fixtures/demo/tenants.yaml", "./fixtures/demo/servers.yaml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+}

@@ -86,7 +86,8 @@ pub fn render(diagnostics: &[Diagnostic], files: &dyn FileTable) -> String {
         let _ = writeln!(out, "{name}:{}:{}: {severity}{}: {}", origin.line, origin.column, diagnostic.path, diagnostic.message);
         let line = files.text(origin.file).lines().nth(origin.line.saturating_sub(1));
         // NB: never echo a line that may hold a secret literal (`value: ...`).
-        let line = line.filter(|l| !diagnostic.sensitive && !holds_literal(l));
+        let inside_literal = diagnostic.path.split(['.', '[']).any(|segment| segment == "value");
+        let line = line.filter(|l| !diagnostic.sensitive && !inside_literal && !holds_literal(l));
         if let Some(line) = line {
             let number = origin.line.to_string();
             let pad = " ".repeat(number.len());

@@ -244,11 +244,16 @@ fn unknown_overlay(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> D
 /// Reads `kind` and `apiVersion` of a spec document, reporting what is wrong with them.
 fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
     if !matches!(document.value, Value::Map(_)) {
-        out.push(Diagnostic::error(
-            document.origin,
-            "(document)",
-            format!("expected a map with `apiVersion`, `kind`, `metadata` and `spec`, found {}", document.describe()),
-        ));
+        // NB: a stray scalar document may be a secret file: never echo it.
+        let found = if matches!(document.value, Value::Seq(_)) { "a list" } else { "a scalar" };
+        out.push(
+            Diagnostic::error(
+                document.origin,
+                "(document)",
+                format!("expected a map with `apiVersion`, `kind`, `metadata` and `spec`, found {found}"),
+            )
+            .sensitive(),
+        );
         return None;
     }
     let kind = read_kind(document, out);
@@ -314,6 +319,8 @@ fn read_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
 #[must_use]
 pub fn merge(lower: &Node, upper: &Node) -> Node {
     match (&lower.value, &upper.value) {
+        // NB: a secret source is one choice, not a map of settings: the upper one replaces it.
+        (Value::Map(_), Value::Map(over)) if is_secret_source(over) => upper.clone(),
         (Value::Map(base), Value::Map(over)) => {
             let mut entries: Vec<(Key, Node)> = base.clone();
             for (key, value) in over {
@@ -329,6 +336,10 @@ pub fn merge(lower: &Node, upper: &Node) -> Node {
         }
         _ => upper.clone(),
     }
+}
+
+fn is_secret_source(entries: &[(Key, Node)]) -> bool {
+    !entries.is_empty() && entries.iter().all(|(k, _)| matches!(k.name.as_str(), "generate" | "fromEnv" | "fromFile" | "value"))
 }
 
 /// Merges the layers under the document's spec, validates the result and deserializes it.
@@ -517,6 +528,17 @@ mod tests {
         let paths: Vec<&str> = loaded.diagnostics.iter().map(|d| d.path.as_str()).collect();
         assert_eq!(paths, ["spec.postgresql.instances", "spec.redis.storage", "spec.colour"]);
         assert!(loaded.spec.is_none());
+    }
+
+    #[test]
+    fn a_secret_source_replaces_the_overlay_one_whole() {
+        let mut bundle = bundle("  redis: {password: {generate: {length: 40}}}\n");
+        bundle.add_overlay("mine", "overlays/mine.yaml", "kind: TFRTenant\nspec:\n  redis: {password: {fromEnv: REDIS_PW}}\n");
+        let loaded = load(&bundle);
+        assert_eq!(loaded.error_count(), 0, "{:#?}", loaded.diagnostics);
+        let spec = loaded.spec.expect("valid");
+        assert_eq!(spec.tenants[0].spec.redis.password.from_env, None);
+        assert_eq!(spec.tenants[0].spec.redis.password.generate.as_ref().map(|g| g.length), Some(40));
     }
 
     #[test]
