@@ -1,6 +1,7 @@
 //! `--explain FIELD`: where a merged value came from (built-in default, overlays, the spec).
 
 use super::load::{Object, Spec, locate};
+use super::model::SECRET_FORMS;
 use super::yaml::{Node, Origin};
 use serde::Serialize;
 use serde_json::Value as Json;
@@ -26,8 +27,6 @@ pub struct Explanation {
     /// Every layer that set it, lowest first; the last one wins.
     pub steps: Vec<Step>,
 }
-
-const SECRET_FORMS: [&str; 4] = ["generate", "fromEnv", "fromFile", "value"];
 
 /// Explains `field` (e.g. `spec.postgresql.instances`) for every object that has it.
 #[must_use]

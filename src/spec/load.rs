@@ -6,7 +6,7 @@
 use super::bundle::Bundle;
 use super::check;
 use super::diagnostic::{Diagnostic, did_you_mean};
-use super::model::{API_VERSION, ClusterSpec, Document, Metadata, ServerSpec, TenantSpec};
+use super::model::{API_VERSION, ClusterSpec, Document, Metadata, SECRET_FORMS, ServerSpec, TenantSpec};
 use super::schema::{self, Kind, ValidateOptions};
 use super::yaml::{self, Key, Node, Origin, Value};
 use serde::de::DeserializeOwned;
@@ -339,7 +339,7 @@ pub fn merge(lower: &Node, upper: &Node) -> Node {
 }
 
 fn is_secret_source(entries: &[(Key, Node)]) -> bool {
-    !entries.is_empty() && entries.iter().all(|(k, _)| matches!(k.name.as_str(), "generate" | "fromEnv" | "fromFile" | "value"))
+    !entries.is_empty() && entries.iter().all(|(k, _)| SECRET_FORMS.contains(&k.name.as_str()))
 }
 
 /// Merges the layers under the document's spec, validates the result and deserializes it.

@@ -76,6 +76,9 @@ pub struct SecretSource {
     pub value: Option<String>,
 }
 
+/// The keys of a [`SecretSource`], one of which it takes.
+pub const SECRET_FORMS: [&str; 4] = ["generate", "fromEnv", "fromFile", "value"];
+
 /// The resolved form of a [`SecretSource`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SecretForm<'a> {

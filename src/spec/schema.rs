@@ -267,16 +267,14 @@ pub fn join(path: &str, key: &str) -> String {
 impl Validator<'_> {
     fn check(&mut self, node: &mut Node, schema: &Json, path: &str) {
         let schema = self.deref(schema);
-        if let Some(format) = schema.get("x-tfrs-check").and_then(Json::as_str) {
-            self.check_typed(node, &schema, path);
-            if let Value::Str(text) = &node.value
-                && let Err(expected) = check_format(format, text)
-            {
-                self.out.push(Diagnostic::error(node.origin, path, format!("expected {expected}, found {}", node.describe())));
-            }
-            return;
-        }
         self.check_typed(node, &schema, path);
+        // The format is checked after the type, so a coerced plain scalar is checked too.
+        if let Some(format) = schema.get("x-tfrs-check").and_then(Json::as_str)
+            && let Value::Str(text) = &node.value
+            && let Err(expected) = check_format(format, text)
+        {
+            self.out.push(Diagnostic::error(node.origin, path, format!("expected {expected}, found {}", node.describe())));
+        }
     }
 
     fn deref(&self, schema: &Json) -> Json {
