@@ -12,5 +12,6 @@
 //! [`source`] and [`cli`] touch the outside world.
 
 pub mod cli;
+pub mod secrets;
 pub mod source;
 pub mod spec;
