@@ -22,6 +22,12 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Print the JSON Schema of the spec kinds (for editors), or their CRDs with `--crd`.
     Schema(SchemaArgs),
+    /// Decrypt a SealedSecret (`--private-key`) or a SOPS file (`--age-identity`) and print the
+    /// plaintext Secret.
+    ///
+    /// For recovery and tests: this prints secret values to stdout by design. Exit status: 0
+    /// printed, 2 on any error (wrong key, wrong name or scope, MAC mismatch, unreadable file).
+    Unseal(UnsealArgs),
 }
 
 /// `tfrs validate`.
@@ -39,6 +45,21 @@ pub struct ValidateArgs {
     /// Print errors only, not warnings.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `tfrs unseal`.
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("key").required(true))]
+pub struct UnsealArgs {
+    /// A SealedSecret (YAML or JSON, ours or kubeseal's) or a SOPS-encrypted Secret.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The sealed-secrets controller's RSA private key (PKCS#1 or PKCS#8 PEM, e.g. `tls.key`).
+    #[arg(long, value_name = "KEY.pem", group = "key")]
+    pub private_key: Option<PathBuf>,
+    /// An age identity file (`AGE-SECRET-KEY-1...` lines, as `age-keygen` writes) for SOPS files.
+    #[arg(long, value_name = "KEY", group = "key")]
+    pub age_identity: Option<PathBuf>,
 }
 
 /// `tfrs schema`.

@@ -4,7 +4,9 @@
 //! environment errors. A broken pipe on stdout exits 0.
 
 mod args;
+mod inputs;
 mod schema;
+mod unseal;
 mod validate;
 
 use clap::Parser;
@@ -48,6 +50,7 @@ pub fn run() -> Status {
     let result = match args.command {
         args::Command::Validate(a) => validate::run(&a, &mut stdout),
         args::Command::Schema(a) => schema::run(&a, &mut stdout),
+        args::Command::Unseal(a) => unseal::run(&a, &mut stdout),
     };
     match result {
         Ok(status) => status,
