@@ -12,6 +12,8 @@
 //! [`source`] and [`cli`] touch the outside world.
 
 pub mod cli;
+pub mod manifest;
+pub mod render;
 pub mod secrets;
 pub mod source;
 pub mod spec;

@@ -28,6 +28,61 @@ pub enum Command {
     /// For recovery and tests: this prints secret values to stdout by design. Exit status: 0
     /// printed, 2 on any error (wrong key, wrong name or scope, MAC mismatch, unreadable file).
     Unseal(UnsealArgs),
+    /// Render every manifest, with Secrets sealed, into `--out DIR` (DESIGN §5 layout).
+    ///
+    /// Unchanged secrets keep their previous ciphertext, so re-rendering unchanged specs changes
+    /// no byte. Exit status: 0 rendered, 1 invalid spec or render problem, 2 usage, I/O or
+    /// environment error (for example no master key).
+    Render(RenderArgs),
+    /// Draw the component dependency graph (mermaid or Graphviz dot).
+    Graph(GraphArgs),
+}
+
+/// `tfrs render`.
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// Spec files or directories (searched recursively for `*.yaml` / `*.yml`).
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// The output directory. Replaced atomically; refused if it is non-empty and was not
+    /// written by tfrs.
+    #[arg(long, short, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Apply this overlay (a name or a path to a YAML file) after `spec.overlays`; repeatable.
+    #[arg(long = "overlay", value_name = "NAME|PATH")]
+    pub overlays: Vec<String>,
+    /// A directory of templates that replace built-in ones of the same relative path.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// File holding the 32-byte master key as 64 hex characters (else `TFRS_MASTER_KEY`).
+    #[arg(long, value_name = "FILE")]
+    pub master_key_file: Option<PathBuf>,
+    /// Do not write: exit 1 if the output directory differs from what would be rendered.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// `tfrs graph`.
+#[derive(Debug, clap::Args)]
+pub struct GraphArgs {
+    /// Spec files or directories.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// Apply this overlay after `spec.overlays`; repeatable.
+    #[arg(long = "overlay", value_name = "NAME|PATH")]
+    pub overlays: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "mermaid")]
+    pub format: GraphFormat,
+}
+
+/// A graph format.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GraphFormat {
+    /// A mermaid `graph TD`.
+    Mermaid,
+    /// Graphviz dot.
+    Dot,
 }
 
 /// `tfrs validate`.

@@ -4,7 +4,10 @@
 //! environment errors. A broken pipe on stdout exits 0.
 
 mod args;
+mod graph;
 mod inputs;
+mod output;
+mod render;
 mod schema;
 mod unseal;
 mod validate;
@@ -51,6 +54,8 @@ pub fn run() -> Status {
         args::Command::Validate(a) => validate::run(&a, &mut stdout),
         args::Command::Schema(a) => schema::run(&a, &mut stdout),
         args::Command::Unseal(a) => unseal::run(&a, &mut stdout),
+        args::Command::Render(a) => render::run(&a, &mut stdout),
+        args::Command::Graph(a) => graph::run(&a, &mut stdout),
     };
     match result {
         Ok(status) => status,

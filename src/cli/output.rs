@@ -1,0 +1,142 @@
+//! The output directory: reading the previous tree, and replacing it atomically.
+//!
+//! A render is written into a temporary sibling directory, then swapped in with two renames;
+//! a failure before the swap leaves the previous tree as it was. A run killed between the two
+//! renames leaves the previous tree under `.<name>.tfrs-old`, which the next run restores
+//! first. A non-empty directory without the marker file is never touched.
+
+use anyhow::{Context as _, bail};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The marker file at the root of every directory tfrs renders.
+pub const MARKER: &str = ".tfrs-output";
+const MARKER_TEXT: &str = "This directory is written by `tfrs render`; it is replaced whole on every render.\n";
+
+fn sibling(out: &Path, suffix: &str) -> PathBuf {
+    let name = out.file_name().map_or_else(|| "out".to_owned(), |n| n.to_string_lossy().into_owned());
+    out.with_file_name(format!(".{name}.{suffix}"))
+}
+
+/// Restores a tree left half-swapped by a killed run and removes stale temporary directories.
+///
+/// # Errors
+///
+/// I/O errors.
+pub fn recover(out: &Path) -> anyhow::Result<()> {
+    let old = sibling(out, "tfrs-old");
+    let staging = sibling(out, "tfrs-new");
+    if old.exists() {
+        if out.exists() {
+            fs::remove_dir_all(&old).with_context(|| format!("cannot remove `{}`", old.display()))?;
+        } else {
+            fs::rename(&old, out).with_context(|| format!("cannot restore `{}`", out.display()))?;
+        }
+    }
+    if staging.exists() {
+        fs::remove_dir_all(&staging).with_context(|| format!("cannot remove `{}`", staging.display()))?;
+    }
+    Ok(())
+}
+
+/// Checks that `out` may be written: missing, empty, or written by tfrs.
+///
+/// # Errors
+///
+/// A non-empty directory without the marker, or a path that is not a directory.
+pub fn check_writable(out: &Path) -> anyhow::Result<()> {
+    if !out.exists() {
+        return Ok(());
+    }
+    if !out.is_dir() {
+        bail!("`{}` exists and is not a directory", out.display());
+    }
+    let empty = fs::read_dir(out).with_context(|| format!("cannot read `{}`", out.display()))?.next().is_none();
+    if !empty && !out.join(MARKER).exists() {
+        bail!(
+            "`{}` is not empty and was not written by tfrs (no `{MARKER}` file); refusing to replace it\n  hint: choose an empty directory, or use `tfrs commit` to write into a Git repository",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+/// Reads the object previously written at `relative` below `out`, if it parses.
+#[must_use]
+pub fn previous(out: &Path, relative: &str) -> Option<Json> {
+    let text = fs::read_to_string(out.join(relative)).ok()?;
+    let documents = crate::spec::yaml::parse(0, &text).ok()?;
+    documents.first().map(crate::spec::yaml::Node::to_json)
+}
+
+/// Reads every file below `out` (except the marker), by relative path.
+///
+/// # Errors
+///
+/// I/O errors.
+pub fn read_tree(out: &Path) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
+    let mut files = BTreeMap::new();
+    if out.exists() {
+        walk(out, out, &mut files)?;
+    }
+    files.remove(MARKER);
+    Ok(files)
+}
+
+fn walk(root: &Path, dir: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> anyhow::Result<()> {
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            walk(root, &path, files)?;
+        } else {
+            let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            files.insert(relative, fs::read(&path).with_context(|| format!("cannot read `{}`", path.display()))?);
+        }
+    }
+    Ok(())
+}
+
+/// Replaces `out` with exactly `files` (paths relative to `out`), atomically as described in
+/// the module docs.
+///
+/// # Errors
+///
+/// I/O errors; the previous tree is then left in place.
+pub fn write(out: &Path, files: &BTreeMap<String, Vec<u8>>) -> anyhow::Result<()> {
+    recover(out)?;
+    check_writable(out)?;
+    let staging = sibling(out, "tfrs-new");
+    if let Some(parent) = staging.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).with_context(|| format!("cannot create `{}`", parent.display()))?;
+    }
+    let result = (|| -> anyhow::Result<()> {
+        fs::create_dir_all(&staging)?;
+        fs::write(staging.join(MARKER), MARKER_TEXT)?;
+        for (relative, bytes) in files {
+            let path = staging.join(relative);
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            fs::write(&path, bytes)?;
+        }
+        Ok(())
+    })();
+    if let Err(error) = result {
+        let _ = fs::remove_dir_all(&staging);
+        return Err(error.context(format!("cannot write `{}`", staging.display())));
+    }
+    let old = sibling(out, "tfrs-old");
+    if out.exists() {
+        fs::rename(out, &old).with_context(|| format!("cannot move `{}` aside", out.display()))?;
+    }
+    if let Err(error) = fs::rename(&staging, out) {
+        let _ = fs::rename(&old, out);
+        return Err(anyhow::Error::new(error).context(format!("cannot move the new tree to `{}`", out.display())));
+    }
+    if old.exists() {
+        fs::remove_dir_all(&old).with_context(|| format!("cannot remove `{}`", old.display()))?;
+    }
+    Ok(())
+}

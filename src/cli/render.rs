@@ -1,0 +1,167 @@
+//! `tfrs render`: load -> render (pure) -> seal -> check -> write.
+
+use super::Status;
+use super::args::RenderArgs;
+use super::{inputs, output};
+use crate::render::tree::{SealOptions, build};
+use crate::render::{Options, Templates, render};
+use crate::secrets::MasterKey;
+use crate::secrets::seal::Sealer;
+use crate::secrets::sealed::Certificate;
+use crate::source;
+use crate::spec::diagnostic::{FileTable, Severity};
+use crate::spec::model::SealingBackend;
+use crate::spec::{Bundle, Diagnostic, Spec, load as load_spec};
+use anyhow::{Context as _, bail};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The render-time environment variables of seed 002.
+const OPERATOR_VARIABLES: [&str; 4] = ["OPERATOR_HELM_REPO_URL", "OPERATOR_CHART_VERSION", "OPERATOR_IMAGE_TAG", "OPERATOR_RELEASE_NAME"];
+
+/// Reads and validates specs; prints the report of an invalid spec and returns `None`.
+///
+/// # Errors
+///
+/// I/O errors reading inputs.
+pub fn load(inputs: &[PathBuf], overlays: &[String]) -> anyhow::Result<Option<(Spec, Bundle)>> {
+    let bundle = source::read(inputs, overlays)?;
+    let loaded = load_spec(&bundle);
+    let errors: Vec<Diagnostic> = loaded.diagnostics.iter().filter(|d| d.severity == Severity::Error).cloned().collect();
+    match loaded.spec {
+        Some(spec) => Ok(Some((spec, bundle))),
+        None => {
+            report(&errors, &bundle)?;
+            Ok(None)
+        }
+    }
+}
+
+fn report(diagnostics: &[Diagnostic], files: &dyn FileTable) -> anyhow::Result<()> {
+    let mut stderr = std::io::stderr().lock();
+    stderr.write_all(crate::spec::diagnostic::render(diagnostics, files).as_bytes())?;
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    if errors > 0 {
+        writeln!(stderr, "error: {errors} problem{} found; nothing was written", if errors == 1 { "" } else { "s" })?;
+    }
+    Ok(())
+}
+
+fn templates(dir: Option<&Path>) -> anyhow::Result<Templates> {
+    let mut templates = Templates::builtin();
+    let Some(dir) = dir else { return Ok(templates) };
+    let files = output::read_tree(dir).with_context(|| format!("cannot read templates from `{}`", dir.display()))?;
+    if files.is_empty() {
+        bail!("no templates under `{}`", dir.display());
+    }
+    for (name, bytes) in files {
+        let text = String::from_utf8(bytes).with_context(|| format!("template `{name}` is not UTF-8"))?;
+        templates.set(name, text);
+    }
+    Ok(templates)
+}
+
+/// Renders, seals and assembles the whole tree in memory.
+///
+/// # Errors
+///
+/// Environment problems (certificate, master key). Spec and render problems are reported and
+/// give `Ok(None)`.
+pub fn render_tree(
+    spec: &Spec,
+    bundle: &Bundle,
+    templates_dir: Option<&Path>,
+    master_key_file: Option<&Path>,
+    out: &Path,
+) -> anyhow::Result<Option<BTreeMap<String, Vec<u8>>>> {
+    let master = inputs::master_key(master_key_file)?;
+    let mut options = Options { templates: templates(templates_dir)?, operator_overrides: BTreeMap::new() };
+    for name in OPERATOR_VARIABLES {
+        if let Ok(value) = std::env::var(name) {
+            options.operator_overrides.insert(name.to_owned(), value);
+        }
+    }
+    let secret_inputs = inputs::OsInputs;
+    let rendered = match render(spec, bundle, &options, &secret_inputs, master.as_ref()) {
+        Ok(rendered) => rendered,
+        Err(errors) => {
+            report(&errors, bundle)?;
+            return Ok(None);
+        }
+    };
+    let now = inputs::unix_now();
+    let fingerprint_key = master.as_ref().map(MasterKey::fingerprint_key);
+    let mut files = BTreeMap::new();
+    let mut rng = inputs::system_rng();
+    for cluster in &rendered.clusters {
+        let Some(object) = spec.clusters.iter().find(|c| c.name() == cluster.name) else { continue };
+        let needs_sealing = cluster.components.iter().any(|c| !c.secrets.is_empty());
+        let sealing = &object.spec.sealing;
+        let sealer = match sealing.backend {
+            SealingBackend::SealedSecrets => {
+                let origin = object.locate("spec.sealing.certFile");
+                if sealing.cert_file.is_empty() {
+                    if needs_sealing {
+                        let diagnostic = Diagnostic::error(origin, "spec.sealing.certFile", "a controller certificate is required to seal Secrets with `sealed-secrets`")
+                            .with_help("fetch it with `kubeseal --fetch-cert > cert.pem` and set `spec.sealing.certFile: cert.pem`");
+                        report(&[diagnostic], bundle)?;
+                        return Ok(None);
+                    }
+                    None
+                } else {
+                    let spec_file = bundle.name(origin.file);
+                    let path = Path::new(spec_file).parent().unwrap_or(Path::new("")).join(&sealing.cert_file);
+                    let pem = std::fs::read_to_string(&path).with_context(|| format!("cannot read the sealing certificate `{}`", path.display()))?;
+                    match Certificate::from_pem(&pem, now) {
+                        Ok(certificate) => Some(Sealer::SealedSecrets { certificate }),
+                        Err(error) => {
+                            let diagnostic = Diagnostic::error(origin, "spec.sealing.certFile", format!("`{}`: {error}", path.display()));
+                            report(&[diagnostic], bundle)?;
+                            return Ok(None);
+                        }
+                    }
+                }
+            }
+            SealingBackend::SopsAge => Some(Sealer::SopsAge { recipients: sealing.age_recipients.clone(), lastmodified: inputs::rfc3339(now) }),
+        };
+        let previous = |relative: &str| output::previous(out, relative);
+        files.extend(build(cluster, &SealOptions { sealer: sealer.as_ref(), fingerprint_key: fingerprint_key.as_ref() }, &previous, &mut rng)?);
+    }
+    Ok(Some(files))
+}
+
+/// Runs `tfrs render`.
+pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
+    output::recover(&args.out)?;
+    output::check_writable(&args.out)?;
+    let Some((spec, bundle)) = load(&args.inputs, &args.overlays)? else {
+        return Ok(Status::Failure);
+    };
+    let Some(files) = render_tree(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), &args.out)? else {
+        return Ok(Status::Failure);
+    };
+    let old = output::read_tree(&args.out)?;
+    let changed = files.iter().filter(|(path, bytes)| old.get(*path) != Some(*bytes)).count();
+    let removed = old.keys().filter(|path| !files.contains_key(*path)).count();
+    if args.check {
+        if changed == 0 && removed == 0 {
+            writeln!(stdout, "up to date: {} files in `{}`", files.len(), args.out.display())?;
+            return Ok(Status::Success);
+        }
+        writeln!(stdout, "out of date: {changed} files would change and {removed} would be removed in `{}`", args.out.display())?;
+        return Ok(Status::Failure);
+    }
+    output::write(&args.out, &files)?;
+    let objects = files.keys().filter(|p| p.ends_with(".yaml") && !p.ends_with("kustomization.yaml")).count();
+    writeln!(
+        stdout,
+        "rendered {} cluster{} into `{}`: {objects} objects in {} files ({changed} changed, {removed} removed)",
+        spec.clusters.len(),
+        if spec.clusters.len() == 1 { "" } else { "s" },
+        args.out.display(),
+        files.len()
+    )?;
+    Ok(Status::Success)
+}
+

@@ -1,0 +1,183 @@
+//! Template output is data: every rendered document is parsed back and checked before it is
+//! accepted (DESIGN §5).
+
+use super::resource::{Resource, is_cluster_scoped};
+use super::{CLUSTER_LABEL, COMPONENT, MANAGED_BY, PART_OF};
+use crate::spec::yaml;
+use serde_json::{Map, Value as Json};
+use std::collections::BTreeSet;
+
+/// What a component may touch.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// The component id, for messages.
+    pub component: String,
+    /// The cluster name (label).
+    pub cluster: String,
+    /// Namespaces its objects may live in (and Namespace objects it may create).
+    pub namespaces: BTreeSet<String>,
+    /// Cluster-scoped kinds it may create besides `Namespace`.
+    pub cluster_kinds: BTreeSet<String>,
+}
+
+/// Parses a rendered YAML stream into objects and checks each: a map with string
+/// `apiVersion`, `kind` and `metadata.name`; a valid name; never a `Secret` (Secrets come only
+/// from the sealing stage); namespaced objects in a namespace the component may touch;
+/// cluster-scoped objects only of the kinds it may create. Empty documents are skipped.
+/// Every object gets the tfrs labels.
+///
+/// # Errors
+///
+/// Every problem found, one message each.
+pub fn objects(template: &str, text: &str, scope: &Scope) -> Result<Vec<Resource>, Vec<String>> {
+    let documents = match yaml::parse(0, text) {
+        Ok(documents) => documents,
+        Err(errors) => {
+            return Err(errors
+                .into_iter()
+                .map(|e| format!("template `{template}` produced invalid YAML at line {}: {}", e.origin.line, e.message))
+                .collect());
+        }
+    };
+    let mut problems = Vec::new();
+    let mut out = Vec::new();
+    for (index, document) in documents.iter().enumerate() {
+        let body = document.to_json();
+        if body.is_null() {
+            continue;
+        }
+        let at = format!("template `{template}` document {}", index + 1);
+        match check(body, scope) {
+            Ok(resource) => out.push(resource),
+            Err(message) => problems.push(format!("{at}: {message}")),
+        }
+    }
+    if problems.is_empty() { Ok(out) } else { Err(problems) }
+}
+
+fn check(mut body: Json, scope: &Scope) -> Result<Resource, String> {
+    if !body.is_object() {
+        return Err(format!("expected a Kubernetes object (a map), found {}", kind_of(&body)));
+    }
+    for field in ["/apiVersion", "/kind", "/metadata/name"] {
+        match body.pointer(field) {
+            Some(Json::String(text)) if !text.is_empty() => {}
+            Some(other) => return Err(format!("`{}` must be a non-empty string, found {}", &field[1..].replace('/', "."), kind_of(other))),
+            None => return Err(format!("missing `{}`", &field[1..].replace('/', "."))),
+        }
+    }
+    add_labels(&mut body, scope);
+    let Some(resource) = Resource::from_json(body) else {
+        return Err("missing identity fields".to_owned());
+    };
+    if !is_dns_subdomain(&resource.name) {
+        return Err(format!("`{}`: name is not a DNS-1123 subdomain", resource.id()));
+    }
+    if resource.kind == "Secret" && resource.api_version == "v1" {
+        return Err(format!("`{}`: templates must not produce Secrets; tfrs renders and seals them itself", resource.id()));
+    }
+    if is_cluster_scoped(&resource.kind) {
+        if let Some(namespace) = &resource.namespace {
+            return Err(format!("`{}`: a cluster-scoped {} has no namespace, found `{namespace}`", resource.id(), resource.kind));
+        }
+        let allowed = if resource.kind == "Namespace" {
+            scope.namespaces.contains(&resource.name)
+        } else {
+            scope.cluster_kinds.contains(&resource.kind)
+        };
+        if !allowed {
+            return Err(format!("`{}`: component `{}` may not create this cluster-scoped object", resource.id(), scope.component));
+        }
+    } else {
+        match &resource.namespace {
+            None => return Err(format!("`{}`: a namespaced object needs `metadata.namespace`", resource.id())),
+            Some(namespace) if !scope.namespaces.contains(namespace) => {
+                let allowed = scope.namespaces.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+                return Err(format!("`{}`: component `{}` may only touch namespaces {allowed}", resource.id(), scope.component));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(resource)
+}
+
+fn add_labels(body: &mut Json, scope: &Scope) {
+    let short = scope.component.rsplit('/').next().unwrap_or(&scope.component);
+    let Some(metadata) = body.get_mut("metadata").and_then(Json::as_object_mut) else { return };
+    let labels = metadata.entry("labels").or_insert_with(|| Json::Object(Map::new()));
+    if !labels.is_object() {
+        *labels = Json::Object(Map::new());
+    }
+    if let Some(labels) = labels.as_object_mut() {
+        labels.insert(MANAGED_BY.0.to_owned(), Json::from(MANAGED_BY.1));
+        labels.entry(PART_OF).or_insert_with(|| Json::from("tfrs"));
+        labels.entry(COMPONENT).or_insert_with(|| Json::from(short));
+        labels.entry(CLUSTER_LABEL).or_insert_with(|| Json::from(scope.cluster.as_str()));
+    }
+}
+
+fn kind_of(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "a map",
+    }
+}
+
+/// Whether `name` is a DNS-1123 subdomain (lowercase alphanumerics, `-` and `.`, at most 253).
+#[must_use]
+pub fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope() -> Scope {
+        Scope {
+            component: "cluster/x".into(),
+            cluster: "c".into(),
+            namespaces: ["ns".to_owned()].into_iter().collect(),
+            cluster_kinds: BTreeSet::new(),
+        }
+    }
+
+    #[test]
+    fn accepts_objects_and_adds_labels() {
+        let objects = objects("t", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: ns}\n---\n", &scope()).unwrap();
+        assert_eq!(objects.len(), 1);
+        assert_eq!(objects[0].body["metadata"]["labels"]["app.kubernetes.io/managed-by"], "tfrs");
+        assert_eq!(objects[0].body["metadata"]["labels"]["app.kubernetes.io/part-of"], "tfrs");
+    }
+
+    #[test]
+    fn refuses_what_a_component_may_not_do() {
+        let cases = [
+            ("apiVersion: v1\nkind: Secret\nmetadata: {name: a, namespace: ns}\n", "must not produce Secrets"),
+            ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: other}\n", "may only touch namespaces"),
+            ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", "needs `metadata.namespace`"),
+            ("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: a}\n", "may not create"),
+            ("apiVersion: v1\nkind: Namespace\nmetadata: {name: kube-system}\n", "may not create"),
+            ("kind: ConfigMap\nmetadata: {name: a, namespace: ns}\n", "missing `apiVersion`"),
+            ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 12, namespace: ns}\n", "must be a non-empty string"),
+            ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: A_b, namespace: ns}\n", "DNS-1123"),
+            ("- a\n", "expected a Kubernetes object"),
+            ("a: [\n", "invalid YAML"),
+        ];
+        for (text, expected) in cases {
+            let problems = objects("t", text, &scope()).unwrap_err();
+            assert!(problems.iter().any(|p| p.contains(expected)), "{text:?}: {problems:?}");
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! The cluster-level components (seed 000's TFRCluster table and graph, DESIGN §4).
+
+use super::check::Scope;
+use super::graph::Graph;
+use super::{Component, Context, RenderedCluster, labels};
+use crate::secrets::{PlainSecret, Scope as SealScope};
+use crate::spec::check::tenant_namespace;
+use crate::spec::model::{ClusterSpec, GitopsEngine, Issuer, SealingBackend};
+use crate::spec::{Object, Spec};
+use base64::Engine as _;
+use serde_json::{Value as Json, json};
+use std::collections::{BTreeMap, BTreeSet};
+use zeroize::Zeroizing;
+
+/// Namespace of Flux's own objects (Kustomizations, HelmReleases, sources).
+pub const FLUX_NAMESPACE: &str = "flux-system";
+/// Namespace of Argo CD's Applications.
+pub const ARGOCD_NAMESPACE: &str = "argocd";
+/// Argo CD project of every Application.
+pub const ARGOCD_PROJECT: &str = "default";
+/// The cluster Gateway (in `istio-ingress`) that every route binds to.
+pub const GATEWAY: &str = "tfrs-gateway";
+
+/// A cluster component: its name, what it waits for (seed 000's graph plus DESIGN §4), and
+/// whether the spec turns it on. Listed dependencies-first; the graph refuses anything else.
+struct Definition {
+    name: &'static str,
+    after: &'static [&'static str],
+    enabled: fn(&ClusterSpec) -> bool,
+    /// Namespaces it may touch besides the engine's own (`flux-system` or `argocd`).
+    namespaces: fn(&ClusterSpec) -> Vec<String>,
+    cluster_kinds: &'static [&'static str],
+}
+
+fn none(_: &ClusterSpec) -> Vec<String> {
+    Vec::new()
+}
+fn always(_: &ClusterSpec) -> bool {
+    true
+}
+fn istio(spec: &ClusterSpec) -> bool {
+    spec.istio.enabled
+}
+
+const DEFINITIONS: &[Definition] = &[
+    Definition { name: "cert-manager", after: &[], enabled: |s| s.cert_manager.enabled, namespaces: |_| vec!["cert-manager".into()], cluster_kinds: &[] },
+    Definition {
+        name: "cluster-issuer",
+        after: &["cert-manager"],
+        enabled: |s| s.cert_manager.enabled,
+        namespaces: |_| vec!["cert-manager".into()],
+        cluster_kinds: &["ClusterIssuer"],
+    },
+    Definition { name: "istio-base", after: &["cert-manager"], enabled: istio, namespaces: |_| vec!["istio-system".into()], cluster_kinds: &[] },
+    Definition { name: "istiod", after: &["istio-base"], enabled: istio, namespaces: |_| vec!["istio-system".into()], cluster_kinds: &[] },
+    Definition { name: "istio-ingress", after: &["istiod"], enabled: istio, namespaces: |_| vec!["istio-ingress".into()], cluster_kinds: &[] },
+    Definition {
+        name: "gateway",
+        after: &["istio-ingress", "cluster-issuer"],
+        enabled: istio,
+        namespaces: |_| vec!["istio-ingress".into()],
+        cluster_kinds: &[],
+    },
+    Definition { name: "envoyfilter-cookie", after: &["istiod"], enabled: istio, namespaces: |_| vec!["istio-system".into()], cluster_kinds: &[] },
+    Definition { name: "envoyfilter-lua", after: &["istiod"], enabled: istio, namespaces: |_| vec!["istio-system".into()], cluster_kinds: &[] },
+    Definition {
+        name: "virtualservice",
+        after: &["gateway", "envoyfilter-cookie", "envoyfilter-lua"],
+        enabled: istio,
+        namespaces: |_| vec!["istio-ingress".into()],
+        cluster_kinds: &[],
+    },
+    Definition {
+        name: "istio-telemetry",
+        after: &["istiod"],
+        enabled: |s| s.istio.enabled && s.istio.telemetry,
+        namespaces: |_| vec!["istio-system".into()],
+        cluster_kinds: &[],
+    },
+    Definition { name: "cnpg-operator", after: &[], enabled: |s| s.operators.cnpg.enabled, namespaces: none, cluster_kinds: &[] },
+    Definition { name: "minio-operator", after: &[], enabled: |s| s.operators.minio.enabled, namespaces: none, cluster_kinds: &[] },
+    // NB: the messaging-topology operator's webhooks need cert-manager (components.md).
+    Definition { name: "rabbitmq-operator", after: &["cert-manager"], enabled: |s| s.operators.rabbitmq.enabled, namespaces: none, cluster_kinds: &[] },
+    Definition {
+        name: "image-registry",
+        after: &[],
+        enabled: always,
+        namespaces: |s| vec![s.image_registry.tenant_credentials_namespace.clone()],
+        cluster_kinds: &[],
+    },
+    Definition {
+        name: "tfrs-operator",
+        after: &["image-registry"],
+        enabled: |s| s.tfrs_operator.enabled,
+        namespaces: |s| vec![s.tfrs_operator.namespace.clone()],
+        cluster_kinds: &[],
+    },
+];
+
+/// The cluster components' graph for a spec: enabled components only; an edge to a disabled
+/// component is replaced by that component's own dependencies.
+#[must_use]
+pub fn graph(spec: &ClusterSpec) -> Graph {
+    let mut graph = Graph::default();
+    let mut resolved: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for definition in DEFINITIONS {
+        let mut depends_on = Vec::new();
+        for after in definition.after {
+            depends_on.extend(resolved.get(after).cloned().unwrap_or_default());
+        }
+        depends_on.sort();
+        depends_on.dedup();
+        if (definition.enabled)(spec) {
+            let id = format!("cluster/{}", definition.name);
+            // NB: DEFINITIONS lists dependencies first, so `add` cannot fail; a test checks it.
+            if graph.add(&id, depends_on).is_ok() {
+                resolved.insert(definition.name, vec![id]);
+            }
+        } else {
+            resolved.insert(definition.name, depends_on);
+        }
+    }
+    graph
+}
+
+/// Renders one cluster: its components, then (with the tenant components) its GitOps entries.
+pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<crate::spec::model::ClusterSpec>) -> Option<RenderedCluster> {
+    let errors_before = context.errors.len();
+    let name = cluster.name().to_owned();
+    let cluster_spec = &cluster.spec;
+    let graph = graph(cluster_spec);
+    let depths = graph.depths();
+    let values = base_values(cluster, spec);
+    let engine_namespace = match cluster_spec.gitops.engine {
+        GitopsEngine::Flux => FLUX_NAMESPACE,
+        GitopsEngine::Argocd => ARGOCD_NAMESPACE,
+    };
+    let pull_secret = pull_secret(context, cluster);
+
+    let mut components = Vec::new();
+    for definition in DEFINITIONS {
+        let id = format!("cluster/{}", definition.name);
+        if !graph.order().contains(&id) {
+            continue;
+        }
+        let mut namespaces: BTreeSet<String> = (definition.namespaces)(cluster_spec).into_iter().collect();
+        namespaces.insert(engine_namespace.to_owned());
+        let scope = Scope {
+            component: id.clone(),
+            cluster: name.clone(),
+            namespaces,
+            cluster_kinds: definition.cluster_kinds.iter().map(|k| (*k).to_owned()).collect(),
+        };
+        let mut component_values = values.clone();
+        component_values["labels"] = labels(&name, &id);
+        let mut secrets = Vec::new();
+        match definition.name {
+            "image-registry" => {
+                if let Some(secret) = &pull_secret {
+                    let mut secret = secret.clone();
+                    secret.namespace.clone_from(&cluster_spec.image_registry.tenant_credentials_namespace);
+                    secrets.push(secret);
+                }
+            }
+            "tfrs-operator" => {
+                let (operator, values_secret) = operator_values(context, cluster, pull_secret.as_ref());
+                component_values["operator"] = operator;
+                secrets.extend(values_secret);
+            }
+            _ => {}
+        }
+        let template = format!("cluster/{}.yaml", definition.name);
+        let objects = context.objects(&template, &component_values, &scope, cluster.locate("metadata.name"));
+        for secret in &mut secrets {
+            add_secret_labels(secret, &name, &id);
+        }
+        components.push(Component {
+            name: definition.name.to_owned(),
+            depends_on: graph.dependencies(&id).to_vec(),
+            depth: depths.get(&id).copied().unwrap_or(0),
+            timeout: if definition.name == "tfrs-operator" { cluster_spec.tfrs_operator.timeout.clone() } else { "10m".to_owned() },
+            id,
+            objects,
+            secrets,
+        });
+    }
+    if context.errors.len() > errors_before {
+        return None;
+    }
+    let gitops = super::tree::gitops_objects(context, cluster, &components, &values)?;
+    Some(RenderedCluster {
+        name,
+        engine: cluster_spec.gitops.engine,
+        backend: cluster_spec.sealing.backend,
+        components,
+        graph,
+        gitops,
+    })
+}
+
+/// Values every cluster template sees.
+fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
+    let cluster_spec = &cluster.spec;
+    let domain = &cluster_spec.ingress.domain;
+    let mut tracing_providers = Vec::new();
+    let mut namespaces_seen = BTreeSet::new();
+    let tenants: BTreeMap<&str, _> = spec.tenants.iter().filter(|t| t.spec.cluster == cluster.name()).map(|t| (t.name(), t)).collect();
+    for tenant in tenants.values() {
+        let namespace = tenant_namespace(tenant.name(), &tenant.spec);
+        if tenant.spec.otel_collector.enabled && namespaces_seen.insert(namespace.clone()) {
+            tracing_providers.push(json!({
+                "name": format!("otel-{namespace}"),
+                "opentelemetry": {"service": format!("otel-collector.{namespace}.svc.cluster.local"), "port": 4317},
+            }));
+        }
+    }
+    let mut hosts = BTreeSet::new();
+    hosts.insert(domain.clone());
+    let mut robot_routes = Vec::new();
+    let mut servers: Vec<_> = spec.servers.iter().filter(|s| tenants.contains_key(s.spec.tenant.as_str())).collect();
+    servers.sort_by(|a, b| a.name().cmp(b.name()));
+    for server in servers {
+        let Some(tenant) = tenants.get(server.spec.tenant.as_str()) else { continue };
+        let namespace = tenant_namespace(tenant.name(), &tenant.spec);
+        let host = if server.spec.host.is_empty() { format!("{}.{}.{domain}", server.name(), tenant.name()) } else { server.spec.host.clone() };
+        hosts.insert(host);
+        robot_routes.push(json!({
+            "robot": server.name(),
+            "host": format!("{}-api.{namespace}.svc.cluster.local", server.name()),
+            "port": server.spec.api_worker.port,
+        }));
+    }
+    let mut cluster_json = serde_json::to_value(cluster_spec).unwrap_or(Json::Null);
+    redact(&mut cluster_json);
+    json!({
+        "engine": match cluster_spec.gitops.engine { GitopsEngine::Flux => "flux", GitopsEngine::Argocd => "argocd" },
+        "flux_namespace": FLUX_NAMESPACE,
+        "argocd_namespace": ARGOCD_NAMESPACE,
+        "argocd_project": ARGOCD_PROJECT,
+        "cluster": {"name": cluster.name(), "spec": cluster_json},
+        "issuer_name": match cluster_spec.ingress.tls.issuer { Issuer::Letsencrypt => "letsencrypt", Issuer::Selfsigned => "tfrs-ca" },
+        "gateway_name": GATEWAY,
+        "gateway_hosts": [domain, format!("*.{domain}")],
+        "certificate_hosts": hosts.into_iter().collect::<Vec<_>>(),
+        "tracing_providers": tracing_providers,
+        "robot_routes": robot_routes,
+        "sops": cluster_spec.sealing.backend == SealingBackend::SopsAge,
+        "labels": {},
+    })
+}
+
+/// Removes every credential field from the values templates see: templates never get a
+/// secret, not even a `value` literal.
+fn redact(cluster: &mut Json) {
+    for pointer in ["/imageRegistry", "/billing/infisical"] {
+        if let Some(Json::Object(map)) = cluster.pointer_mut(pointer) {
+            for field in ["username", "password", "clientId", "clientSecret"] {
+                map.remove(field);
+            }
+        }
+    }
+}
+
+/// The image-pull Secret (`kubernetes.io/dockerconfigjson`), when the registry has
+/// credentials. Its namespace is set by each user.
+fn pull_secret(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> Option<PlainSecret> {
+    let registry = &cluster.spec.image_registry;
+    let (Some(username), Some(password)) = (&registry.username, &registry.password) else { return None };
+    let base = format!("cluster/{}/imageRegistry", cluster.name());
+    let username = context.secret(cluster, "spec.imageRegistry.username", username, &format!("{base}/username"));
+    let password = context.secret(cluster, "spec.imageRegistry.password", password, &format!("{base}/password"));
+    let (username, password) = (username?, password?);
+    let user = String::from_utf8_lossy(&username);
+    let pass = String::from_utf8_lossy(&password);
+    let mut auth = Zeroizing::new(Vec::new());
+    auth.extend_from_slice(user.as_bytes());
+    auth.push(b':');
+    auth.extend_from_slice(pass.as_bytes());
+    let config = Zeroizing::new(
+        json!({"auths": {registry.server.as_str(): {
+            "username": user.as_ref(),
+            "password": pass.as_ref(),
+            "auth": base64::engine::general_purpose::STANDARD.encode(auth.as_slice()),
+        }}})
+        .to_string(),
+    );
+    let mut data = BTreeMap::new();
+    data.insert(".dockerconfigjson".to_owned(), Zeroizing::new(config.as_bytes().to_vec()));
+    Some(PlainSecret {
+        name: registry.secret_name.clone(),
+        namespace: String::new(),
+        kind: "kubernetes.io/dockerconfigjson".to_owned(),
+        data,
+        ..PlainSecret::default()
+    })
+}
+
+/// The tfrs-operator chart settings (seed 002), with the render-time environment overrides,
+/// and, with Flux, the sealed values Secret carrying `imageCredentials`.
+fn operator_values(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, pull: Option<&PlainSecret>) -> (Json, Option<PlainSecret>) {
+    let operator = &cluster.spec.tfrs_operator;
+    let overrides = &context.options.operator_overrides;
+    let pick = |name: &str, value: &str| overrides.get(name).filter(|v| !v.is_empty()).cloned().unwrap_or_else(|| value.to_owned());
+    let repo = pick("OPERATOR_HELM_REPO_URL", &operator.chart);
+    let version = pick("OPERATOR_CHART_VERSION", &operator.version);
+    let image_tag = pick("OPERATOR_IMAGE_TAG", &operator.image_tag);
+    let release = pick("OPERATOR_RELEASE_NAME", &operator.release_name);
+    let chart_name = repo.rsplit('/').next().unwrap_or("tfrs-operator").to_owned();
+    let mut values = json!({});
+    if !image_tag.is_empty() {
+        values["image"] = json!({"tag": image_tag});
+    }
+    let mut values_from = Json::Null;
+    let mut secret = None;
+    if let Some(pull) = pull {
+        match cluster.spec.gitops.engine {
+            GitopsEngine::Flux => {
+                let registry = &cluster.spec.image_registry;
+                let config: Json = pull
+                    .data
+                    .get(".dockerconfigjson")
+                    .and_then(|bytes| serde_json::from_slice(bytes).ok())
+                    .unwrap_or(Json::Null);
+                let auth = &config["auths"][registry.server.as_str()];
+                let credentials = Zeroizing::new(
+                    json!({"imageCredentials": [{
+                        "name": registry.secret_name,
+                        "registry": registry.server,
+                        "username": auth["username"],
+                        "password": auth["password"],
+                    }]})
+                    .to_string(),
+                );
+                let name = format!("{release}-image-credentials");
+                let mut data = BTreeMap::new();
+                data.insert("values.yaml".to_owned(), Zeroizing::new(credentials.as_bytes().to_vec()));
+                values_from = json!([{"kind": "Secret", "name": name, "valuesKey": "values.yaml"}]);
+                secret = Some(PlainSecret { name, namespace: FLUX_NAMESPACE.to_owned(), kind: "Opaque".to_owned(), data, ..PlainSecret::default() });
+            }
+            GitopsEngine::Argocd => {
+                // NB: Argo CD cannot read Helm values from a Secret; the pull Secret is sealed
+                // into the release namespace instead and the chart is told to use it.
+                let mut copy = pull.clone();
+                copy.namespace.clone_from(&operator.namespace);
+                values["imagePullSecrets"] = json!([{"name": copy.name}]);
+                values["imageCredentials"] = json!([]);
+                secret = Some(copy);
+            }
+        }
+    }
+    let operator_json = json!({
+        "chart_name": chart_name,
+        "release": release,
+        "namespace": operator.namespace,
+        "repo": repo,
+        "version": version,
+        "timeout": operator.timeout,
+        "values": values,
+        "values_from": values_from,
+    });
+    (operator_json, secret)
+}
+
+fn add_secret_labels(secret: &mut PlainSecret, cluster: &str, component: &str) {
+    if let Json::Object(map) = labels(cluster, component) {
+        for (key, value) in map {
+            if let Json::String(value) = value {
+                secret.labels.entry(key).or_insert(value);
+            }
+        }
+    }
+    secret.scope = SealScope::Strict;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_are_listed_dependencies_first() {
+        let mut seen = BTreeSet::new();
+        for definition in DEFINITIONS {
+            for after in definition.after {
+                assert!(seen.contains(after), "`{}` lists `{after}` before defining it", definition.name);
+            }
+            seen.insert(definition.name);
+        }
+        let spec = ClusterSpec { tfrs_operator: crate::spec::model::TfrsOperator { enabled: true, ..Default::default() }, ..Default::default() };
+        let graph = graph(&spec);
+        assert_eq!(graph.order().len(), DEFINITIONS.len());
+        assert!(!graph.has_cycle());
+    }
+
+    #[test]
+    fn seed_edges_are_present() {
+        let graph = graph(&ClusterSpec::default());
+        let has = |from: &str, to: &str| graph.dependencies(&format!("cluster/{to}")).contains(&format!("cluster/{from}"));
+        // seed 000: cert-manager -> Istio -> Istio Ingress -> Gateway -> VirtualService, ...
+        assert!(has("cert-manager", "istio-base"));
+        assert!(has("istio-base", "istiod"));
+        assert!(has("istiod", "istio-ingress"));
+        assert!(has("istio-ingress", "gateway"));
+        assert!(has("istiod", "envoyfilter-cookie"));
+        assert!(has("istiod", "envoyfilter-lua"));
+        assert!(has("gateway", "virtualservice"));
+        assert!(has("envoyfilter-cookie", "virtualservice"));
+        assert!(has("istiod", "istio-telemetry"));
+        assert!(graph.dependencies("cluster/cnpg-operator").is_empty());
+        assert!(graph.dependencies("cluster/minio-operator").is_empty());
+        assert!(graph.dependencies("cluster/image-registry").is_empty());
+    }
+
+    #[test]
+    fn disabled_components_pass_their_dependencies_on() {
+        let mut spec = ClusterSpec::default();
+        spec.cert_manager.enabled = false;
+        let graph = graph(&spec);
+        assert!(!graph.order().iter().any(|id| id == "cluster/cert-manager"));
+        assert!(graph.dependencies("cluster/istio-base").is_empty());
+        assert_eq!(graph.dependencies("cluster/gateway"), ["cluster/istio-ingress"]);
+    }
+}

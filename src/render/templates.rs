@@ -1,0 +1,123 @@
+//! The template set: built-in templates embedded in the binary, optionally overridden by a
+//! directory of the user's (`--templates DIR`), and the minijinja environment that renders them.
+//!
+//! Every `{{ value }}` is written as JSON (auto-escape), which YAML reads as the same scalar,
+//! list or map: a spec string full of quotes, colons, newlines, `{{`, `---` or YAML keywords
+//! stays one string. Undefined variables are errors.
+
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
+use std::collections::BTreeMap;
+
+/// The built-in templates, by name (path below `templates/`).
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("macros/helm.yaml", include_str!("../../templates/macros/helm.yaml")),
+    ("gitops/flux.yaml", include_str!("../../templates/gitops/flux.yaml")),
+    ("gitops/argocd.yaml", include_str!("../../templates/gitops/argocd.yaml")),
+    ("cluster/cert-manager.yaml", include_str!("../../templates/cluster/cert-manager.yaml")),
+    ("cluster/cluster-issuer.yaml", include_str!("../../templates/cluster/cluster-issuer.yaml")),
+    ("cluster/istio-base.yaml", include_str!("../../templates/cluster/istio-base.yaml")),
+    ("cluster/istiod.yaml", include_str!("../../templates/cluster/istiod.yaml")),
+    ("cluster/istio-ingress.yaml", include_str!("../../templates/cluster/istio-ingress.yaml")),
+    ("cluster/gateway.yaml", include_str!("../../templates/cluster/gateway.yaml")),
+    ("cluster/envoyfilter-cookie.yaml", include_str!("../../templates/cluster/envoyfilter-cookie.yaml")),
+    ("cluster/envoyfilter-lua.yaml", include_str!("../../templates/cluster/envoyfilter-lua.yaml")),
+    ("cluster/virtualservice.yaml", include_str!("../../templates/cluster/virtualservice.yaml")),
+    ("cluster/istio-telemetry.yaml", include_str!("../../templates/cluster/istio-telemetry.yaml")),
+    ("cluster/cnpg-operator.yaml", include_str!("../../templates/cluster/cnpg-operator.yaml")),
+    ("cluster/minio-operator.yaml", include_str!("../../templates/cluster/minio-operator.yaml")),
+    ("cluster/rabbitmq-operator.yaml", include_str!("../../templates/cluster/rabbitmq-operator.yaml")),
+    ("cluster/image-registry.yaml", include_str!("../../templates/cluster/image-registry.yaml")),
+    ("cluster/tfrs-operator.yaml", include_str!("../../templates/cluster/tfrs-operator.yaml")),
+];
+
+/// A set of templates by name; overrides replace built-ins of the same name.
+#[derive(Debug, Clone)]
+pub struct Templates {
+    sources: BTreeMap<String, String>,
+}
+
+impl Default for Templates {
+    fn default() -> Self {
+        Templates::builtin()
+    }
+}
+
+impl Templates {
+    /// The built-in templates.
+    #[must_use]
+    pub fn builtin() -> Self {
+        Templates { sources: BUILTIN.iter().map(|(name, text)| ((*name).to_owned(), (*text).to_owned())).collect() }
+    }
+
+    /// Replaces (or adds) a template.
+    pub fn set(&mut self, name: impl Into<String>, text: impl Into<String>) {
+        self.sources.insert(name.into(), text.into());
+    }
+
+    /// Names of the templates.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.sources.keys().map(String::as_str)
+    }
+
+    /// Builds the minijinja environment (templates compiled once).
+    ///
+    /// # Errors
+    ///
+    /// A template that does not parse.
+    pub fn environment(&self) -> Result<Environment<'static>, minijinja::Error> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_debug(true);
+        // NB: every template is YAML; every interpolated value is written as JSON, which is a
+        // valid YAML flow scalar or collection, so it can never become structure.
+        env.set_auto_escape_callback(|_| AutoEscape::Json);
+        env.add_filter("merge", merge);
+        for (name, text) in &self.sources {
+            env.add_template_owned(name.clone(), text.clone())?;
+        }
+        Ok(env)
+    }
+}
+
+/// `a | merge(b)`: a map with the entries of both, `b` winning.
+fn merge(left: Value, right: Value) -> Result<Value, minijinja::Error> {
+    let mut out: BTreeMap<String, Value> = BTreeMap::new();
+    for map in [&left, &right] {
+        for key in map.try_iter()? {
+            let value = map.get_item(&key)?;
+            out.insert(key.to_string(), value);
+        }
+    }
+    Ok(Value::from_iter(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_templates_compile() {
+        Templates::builtin().environment().unwrap();
+    }
+
+    #[test]
+    fn values_are_written_as_json_scalars() {
+        let mut templates = Templates::builtin();
+        templates.set("t.yaml", "a: {{ x }}\nb: {{ m | merge({'k': 'v'}) }}\n");
+        let env = templates.environment().unwrap();
+        let text = env
+            .get_template("t.yaml")
+            .unwrap()
+            .render(minijinja::context! { x => "x: y\n---\nkind: ClusterRole {{ z }}", m => minijinja::context!{ a => "b" } })
+            .unwrap();
+        assert_eq!(text, "a: \"x: y\\n---\\nkind: ClusterRole {{ z }}\"\nb: {\"a\":\"b\",\"k\":\"v\"}\n");
+    }
+
+    #[test]
+    fn undefined_is_an_error() {
+        let mut templates = Templates::builtin();
+        templates.set("t.yaml", "a: {{ missing.field }}\n");
+        let env = templates.environment().unwrap();
+        assert!(env.get_template("t.yaml").unwrap().render(minijinja::context! {}).is_err());
+    }
+}

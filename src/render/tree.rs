@@ -1,0 +1,230 @@
+//! The output tree (DESIGN §5): GitOps entry points, sealed Secrets, `kustomization.yaml`
+//! files and `plan.json`, as bytes by path. Pure: the previous tree and the RNG come in.
+
+use super::check::Scope;
+use super::cluster::{ARGOCD_NAMESPACE, FLUX_NAMESPACE};
+use super::{Component, Context, RenderedCluster, Resource, labels};
+use crate::manifest::to_yaml;
+use crate::secrets::fingerprint::FingerprintKey;
+use crate::secrets::seal::{Sealer, seal};
+use crate::spec::Object;
+use crate::spec::model::{ClusterSpec, GitopsEngine};
+use rand::CryptoRng;
+use serde_json::{Value as Json, json};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Errors assembling the tree.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A Secret could not be sealed.
+    #[error("`Secret/{namespace}/{name}` in component `{component}`: sealing failed")]
+    Seal {
+        /// The component.
+        component: String,
+        /// Secret namespace.
+        namespace: String,
+        /// Secret name.
+        name: String,
+        /// Why.
+        #[source]
+        source: crate::secrets::seal::Error,
+    },
+    /// An object could not be serialized.
+    #[error("`{0}`: cannot write as YAML")]
+    Yaml(String, #[source] serde_saphyr::ser::Error),
+    /// A Secret to write, but no way to seal it.
+    #[error("`Secret/{namespace}/{name}` in component `{component}`: no sealing configured; refusing to write a plaintext Secret")]
+    NoSealer {
+        /// The component.
+        component: String,
+        /// Secret namespace.
+        namespace: String,
+        /// Secret name.
+        name: String,
+    },
+    /// Two objects of one component map to the same file.
+    #[error("component `{component}`: `{first}` and `{second}` would both be written to `{file}`")]
+    FileClash {
+        /// The component.
+        component: String,
+        /// The file.
+        file: String,
+        /// One object.
+        first: String,
+        /// The other.
+        second: String,
+    },
+}
+
+/// Path of a cluster's directory inside the output directory.
+#[must_use]
+pub fn cluster_dir(cluster: &str) -> String {
+    format!("clusters/{cluster}")
+}
+
+/// The name of a component's GitOps object: `<cluster>-<component path with dashes>`, unique
+/// across clusters that share one Argo CD.
+#[must_use]
+pub fn gitops_name(cluster: &str, component: &Component) -> String {
+    let tail = component.id.strip_prefix("cluster/").unwrap_or(&component.id).replace("namespaces/", "").replace('/', "-");
+    format!("{cluster}-{tail}")
+}
+
+/// Renders the GitOps entry points of a cluster: one Flux Kustomization or Argo CD Application
+/// per component.
+pub(crate) fn gitops_objects(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, components: &[Component], values: &Json) -> Option<Vec<Resource>> {
+    let name = cluster.name();
+    let (template, namespace) = match cluster.spec.gitops.engine {
+        GitopsEngine::Flux => ("gitops/flux.yaml", FLUX_NAMESPACE),
+        GitopsEngine::Argocd => ("gitops/argocd.yaml", ARGOCD_NAMESPACE),
+    };
+    let scope = Scope {
+        component: "gitops".to_owned(),
+        cluster: name.to_owned(),
+        namespaces: std::iter::once(namespace.to_owned()).collect(),
+        cluster_kinds: BTreeSet::new(),
+    };
+    let names: BTreeMap<&str, String> = components.iter().map(|c| (c.id.as_str(), gitops_name(name, c))).collect();
+    let errors_before = context.errors.len();
+    let mut out = Vec::new();
+    for component in components {
+        let mut values = values.clone();
+        values["labels"] = labels(name, "gitops");
+        values["component"] = json!({
+            "id": component.id,
+            "name": names[component.id.as_str()],
+            "path": format!("./{}/components/{}", cluster_dir(name), component.id),
+            "depends_on": component.depends_on.iter().map(|d| names.get(d.as_str()).cloned().unwrap_or_default()).collect::<Vec<_>>(),
+            "depth": component.depth,
+            "timeout": component.timeout,
+        });
+        out.extend(context.objects(template, &values, &scope, cluster.locate("spec.gitops")));
+    }
+    (context.errors.len() == errors_before).then_some(out)
+}
+
+/// Everything the tree needs besides the rendered cluster.
+pub struct SealOptions<'a> {
+    /// How Secrets are sealed; `None` when the cluster has no sealing configured (then any
+    /// Secret is an error: nothing is ever written in plaintext).
+    pub sealer: Option<&'a Sealer>,
+    /// Key for the fingerprints that allow reuse; `None` reseals everything.
+    pub fingerprint_key: Option<&'a FingerprintKey>,
+}
+
+/// Builds the files of one cluster, sealing its Secrets. `previous` returns the object
+/// previously written at a path (relative to the output directory), for zero-diff reuse.
+///
+/// # Errors
+///
+/// A Secret that cannot be sealed, an object that cannot be serialized, two objects that
+/// would share a file.
+pub fn build<R: CryptoRng + ?Sized>(
+    cluster: &RenderedCluster,
+    options: &SealOptions<'_>,
+    previous: &dyn Fn(&str) -> Option<Json>,
+    rng: &mut R,
+) -> Result<BTreeMap<String, Vec<u8>>, Error> {
+    let root = cluster_dir(&cluster.name);
+    let mut files = BTreeMap::new();
+    let mut plan = Vec::new();
+    for component in &cluster.components {
+        let dir = format!("{root}/components/{}", component.id);
+        let mut entries: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
+        let mut plan_objects = Vec::new();
+        let mut add = |resource_id: String, file: String, bytes: Vec<u8>, object: Json| -> Result<(), Error> {
+            if let Some((first, _)) = entries.get(&file) {
+                return Err(Error::FileClash { component: component.id.clone(), file, first: first.clone(), second: resource_id });
+            }
+            plan_objects.push(object);
+            entries.insert(file, (resource_id, bytes));
+            Ok(())
+        };
+        for resource in &component.objects {
+            let text = to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?;
+            let file = resource.file_name();
+            add(resource.id(), file.clone(), text.into_bytes(), plan_object(resource, &format!("components/{}/{file}", component.id)))?;
+        }
+        for secret in &component.secrets {
+            let Some(sealer) = options.sealer else {
+                return Err(Error::NoSealer { component: component.id.clone(), namespace: secret.namespace.clone(), name: secret.name.clone() });
+            };
+            let placeholder = Resource {
+                api_version: String::new(),
+                kind: sealed_kind(sealer).to_owned(),
+                namespace: Some(secret.namespace.clone()),
+                name: secret.name.clone(),
+                body: Json::Null,
+            };
+            let file = placeholder.file_name();
+            let path = format!("{dir}/{file}");
+            let old = previous(&path);
+            let body = seal(secret, old.as_ref(), sealer, options.fingerprint_key, rng).map_err(|source| Error::Seal {
+                component: component.id.clone(),
+                namespace: secret.namespace.clone(),
+                name: secret.name.clone(),
+                source,
+            })?;
+            let Some(resource) = Resource::from_json(body) else { continue };
+            let text = to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?;
+            add(resource.id(), file.clone(), text.into_bytes(), plan_object(&resource, &format!("components/{}/{file}", component.id)))?;
+        }
+        let names: Vec<&String> = entries.keys().collect();
+        files.insert(format!("{dir}/kustomization.yaml"), kustomization(&names).into_bytes());
+        for (file, (_, bytes)) in entries {
+            files.insert(format!("{dir}/{file}"), bytes);
+        }
+        plan.push(json!({
+            "id": component.id,
+            "path": format!("components/{}", component.id),
+            "dependsOn": component.depends_on,
+            "objects": plan_objects,
+        }));
+    }
+    let mut gitops_files = Vec::new();
+    for resource in &cluster.gitops {
+        let text = to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?;
+        let file = resource.file_name();
+        files.insert(format!("{root}/gitops/{file}"), text.into_bytes());
+        gitops_files.push(file);
+    }
+    gitops_files.sort();
+    let gitops_refs: Vec<&String> = gitops_files.iter().collect();
+    files.insert(format!("{root}/gitops/kustomization.yaml"), kustomization(&gitops_refs).into_bytes());
+    files.insert(format!("{root}/kustomization.yaml"), kustomization(&[&"gitops".to_owned()]).into_bytes());
+    let plan = json!({"cluster": cluster.name, "components": plan});
+    let mut plan_text = serde_json::to_string_pretty(&plan).unwrap_or_default();
+    plan_text.push('\n');
+    files.insert(format!("{root}/plan.json"), plan_text.into_bytes());
+    Ok(files)
+}
+
+fn sealed_kind(sealer: &Sealer) -> &'static str {
+    match sealer {
+        Sealer::SealedSecrets { .. } => "SealedSecret",
+        Sealer::SopsAge { .. } => "Secret",
+    }
+}
+
+fn plan_object(resource: &Resource, file: &str) -> Json {
+    json!({
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "namespace": resource.namespace,
+        "name": resource.name,
+        "file": file,
+    })
+}
+
+/// A `kustomization.yaml` listing `resources` in order.
+fn kustomization(resources: &[&String]) -> String {
+    let mut text = String::from("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n");
+    for resource in resources {
+        // NB: file names are `<kind>-<name>.yaml` with DNS-1123 names: plain YAML scalars.
+        text.push_str(&format!("  - {resource}\n"));
+    }
+    if resources.is_empty() {
+        text = String::from("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n");
+    }
+    text
+}
