@@ -6,9 +6,11 @@
 //! - [`source`] (the edge) reads spec files and overlays into an in-memory [`spec::Bundle`];
 //! - [`spec::load`] parses, merges overlays, validates and returns a [`spec::Spec`] or every
 //!   problem found, each with its file, line, column and field path;
-//! - rendering, sealing, Git and reconcile build on it (not built yet: see the README).
+//! - [`render::render`] (pure) turns a spec into components of checked objects and in-memory
+//!   Secrets; [`render::tree::build`] seals the Secrets ([`secrets`]) and lays out the files;
+//! - Git and reconcile build on it (not built yet: see the README).
 //!
-//! The purity rule: [`spec`] does no I/O, reads no clock, environment or randomness. Only
+//! The purity rule: [`spec`], [`render`] and [`secrets`] do no I/O, reads no clock, environment or randomness. Only
 //! [`source`] and [`cli`] touch the outside world.
 
 pub mod cli;

@@ -342,3 +342,40 @@ fn every_rendered_object_passes_schema_validation() {
         assert!(output.status.success(), "{fixture}:\n{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     }
 }
+
+#[test]
+fn user_templates_override_built_ins_and_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let templates = dir.path().join("templates/cluster");
+    std::fs::create_dir_all(&templates).unwrap();
+    std::fs::write(
+        templates.join("istio-telemetry.yaml"),
+        "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\nmetadata:\n  name: custom\n  namespace: istio-system\nspec: {}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let templates_dir = dir.path().join("templates");
+    let output = tfrs(&["render", "fixtures/demo", "--out", out.to_str().unwrap(), "--templates", templates_dir.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    assert!(out.join("clusters/demo/components/cluster/istio-telemetry/telemetry-custom.yaml").exists());
+    // A template that writes a plaintext Secret or leaves its namespaces is refused, with the
+    // template named, and nothing is written.
+    std::fs::write(
+        templates.join("istio-telemetry.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: leak, namespace: istio-system}\nstringData: {a: b}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: kube-system}\n",
+    )
+    .unwrap();
+    let before = read_tree(&out);
+    let output = tfrs(&["render", "fixtures/demo", "--out", out.to_str().unwrap(), "--templates", templates_dir.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("template `cluster/istio-telemetry.yaml` document 1") && stderr.contains("must not produce Secrets"), "{stderr}");
+    assert!(stderr.contains("document 2") && stderr.contains("may only touch namespaces `flux-system`, `istio-system`"), "{stderr}");
+    assert_eq!(before, read_tree(&out));
+    // A template error names the template and line.
+    std::fs::write(templates.join("istio-telemetry.yaml"), "a: {{ cluster.spec.nope }}\n").unwrap();
+    let output = tfrs(&["render", "fixtures/demo", "--out", out.to_str().unwrap(), "--templates", templates_dir.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("undefined") && stderr.contains("cluster/istio-telemetry.yaml"), "{stderr}");
+}
