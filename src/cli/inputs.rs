@@ -32,7 +32,9 @@ impl SecretInputs for OsInputs {
 #[allow(dead_code)] // used by `tfrs render`
 pub(crate) fn master_key(file: Option<&Path>) -> anyhow::Result<Option<MasterKey>> {
     if let Some(file) = file {
-        let text = zeroize::Zeroizing::new(std::fs::read_to_string(file).with_context(|| format!("cannot read master key file `{}`", file.display()))?);
+        let text = zeroize::Zeroizing::new(
+            std::fs::read_to_string(file).with_context(|| format!("cannot read master key file `{}`", file.display()))?,
+        );
         return MasterKey::from_hex(&text).map(Some).with_context(|| format!("invalid master key in `{}`", file.display()));
     }
     match std::env::var("TFRS_MASTER_KEY") {

@@ -24,13 +24,16 @@ pub fn run(args: &UnsealArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     }
     let private_key = match &args.private_key {
         Some(path) => {
-            let pem = Zeroizing::new(std::fs::read_to_string(path).with_context(|| format!("cannot read private key `{}`", path.display()))?);
+            let pem =
+                Zeroizing::new(std::fs::read_to_string(path).with_context(|| format!("cannot read private key `{}`", path.display()))?);
             Some(PrivateKey::from_pem(&pem).with_context(|| format!("cannot use private key `{}`", path.display()))?)
         }
         None => None,
     };
     let identity = match &args.age_identity {
-        Some(path) => Some(Zeroizing::new(std::fs::read_to_string(path).with_context(|| format!("cannot read age identity `{}`", path.display()))?)),
+        Some(path) => {
+            Some(Zeroizing::new(std::fs::read_to_string(path).with_context(|| format!("cannot read age identity `{}`", path.display()))?))
+        }
         None => None,
     };
     let mut out = Vec::new();

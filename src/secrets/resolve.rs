@@ -28,7 +28,9 @@ pub trait SecretInputs {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ResolveError {
     /// A generated secret and no master key.
-    #[error("generated secrets need a master key: set `TFRS_MASTER_KEY` to 64 hex characters, e.g. from `openssl rand -hex 32`, or pass `--master-key-file`")]
+    #[error(
+        "generated secrets need a master key: set `TFRS_MASTER_KEY` to 64 hex characters, e.g. from `openssl rand -hex 32`, or pass `--master-key-file`"
+    )]
     MissingMasterKey,
     /// `fromEnv` names an unset variable.
     #[error("environment variable `{name}` is not set")]
@@ -52,16 +54,25 @@ pub enum ResolveError {
 /// # Errors
 ///
 /// A generated secret without `master`, an unset `fromEnv` variable, an unreadable `fromFile`.
-pub fn resolve(source: &SecretSource, logical_path: &str, spec_file: &str, inputs: &dyn SecretInputs, master: Option<&MasterKey>) -> Result<Zeroizing<Vec<u8>>, ResolveError> {
+pub fn resolve(
+    source: &SecretSource,
+    logical_path: &str,
+    spec_file: &str,
+    inputs: &dyn SecretInputs,
+    master: Option<&MasterKey>,
+) -> Result<Zeroizing<Vec<u8>>, ResolveError> {
     match source.form() {
         SecretForm::Generate(generate) => {
             let master = master.ok_or(ResolveError::MissingMasterKey)?;
             let value = master.derive(logical_path, &generate);
             Ok(Zeroizing::new(value.as_bytes().to_vec()))
         }
-        SecretForm::FromEnv(name) => inputs.env(name).map(|v| Zeroizing::new(v.into_bytes())).ok_or_else(|| ResolveError::MissingEnv { name: name.to_owned() }),
+        SecretForm::FromEnv(name) => {
+            inputs.env(name).map(|v| Zeroizing::new(v.into_bytes())).ok_or_else(|| ResolveError::MissingEnv { name: name.to_owned() })
+        }
         SecretForm::FromFile(path) => {
-            let mut bytes = Zeroizing::new(inputs.file(spec_file, path).map_err(|reason| ResolveError::File { path: path.to_owned(), reason })?);
+            let mut bytes =
+                Zeroizing::new(inputs.file(spec_file, path).map_err(|reason| ResolveError::File { path: path.to_owned(), reason })?);
             if bytes.last() == Some(&b'\n') {
                 bytes.pop();
             }
@@ -83,7 +94,10 @@ pub struct MapInputs {
 
 impl std::fmt::Debug for MapInputs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MapInputs").field("env", &self.env.keys().collect::<Vec<_>>()).field("files", &self.files.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("MapInputs")
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("files", &self.files.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -142,10 +156,16 @@ mod tests {
         let error = resolve(&SecretSource::default(), "p", "s.yaml", &i, None).unwrap_err();
         assert_eq!(error, ResolveError::MissingMasterKey);
         let text = error.to_string();
-        assert!(text.contains("`TFRS_MASTER_KEY`") && text.contains("openssl rand -hex 32") && text.contains("`--master-key-file`"), "{text}");
-        let error = resolve(&SecretSource { from_env: Some("NOPE".to_owned()), ..SecretSource::default() }, "p", "s.yaml", &i, None).unwrap_err();
+        assert!(
+            text.contains("`TFRS_MASTER_KEY`") && text.contains("openssl rand -hex 32") && text.contains("`--master-key-file`"),
+            "{text}"
+        );
+        let error =
+            resolve(&SecretSource { from_env: Some("NOPE".to_owned()), ..SecretSource::default() }, "p", "s.yaml", &i, None).unwrap_err();
         assert_eq!(error.to_string(), "environment variable `NOPE` is not set");
-        let error = resolve(&SecretSource { from_file: Some("missing.txt".to_owned()), ..SecretSource::default() }, "p", "s.yaml", &i, None).unwrap_err();
+        let error =
+            resolve(&SecretSource { from_file: Some("missing.txt".to_owned()), ..SecretSource::default() }, "p", "s.yaml", &i, None)
+                .unwrap_err();
         assert_eq!(error.to_string(), "cannot read `missing.txt`: no such file");
         // A literal never needs the master key.
         assert!(resolve(&SecretSource::literal("v"), "p", "s.yaml", &i, None).is_ok());

@@ -38,27 +38,22 @@ pub enum Sealer {
     },
 }
 
-/// Errors of the seal stage.
+/// Errors of the seal stage (kept small: callers embed it in their own errors).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// SOPS encryption failed (bad recipient, bad `lastmodified`).
-    #[error("cannot encrypt Secret `{namespace}/{name}` with sops: {source}")]
+    #[error("cannot encrypt Secret `{secret}` with sops: {source}")]
     Sops {
-        /// Secret namespace.
-        namespace: String,
-        /// Secret name.
-        name: String,
+        /// `namespace/name` of the Secret.
+        secret: String,
         /// The cause.
-        source: sops::Error,
+        source: Box<sops::Error>,
     },
-    /// A key of the Secret cannot be used (`sops` is reserved at the top level, not here, but
-    /// an empty key is refused everywhere).
-    #[error("Secret `{namespace}/{name}` has an empty key")]
+    /// A data key of the Secret is empty.
+    #[error("Secret `{secret}` has an empty data key")]
     EmptyKey {
-        /// Secret namespace.
-        namespace: String,
-        /// Secret name.
-        name: String,
+        /// `namespace/name` of the Secret.
+        secret: String,
     },
 }
 
@@ -123,9 +118,15 @@ pub fn recorded_fingerprints(object: &Json) -> Option<BTreeMap<String, String>> 
 /// # Errors
 ///
 /// SOPS encryption problems (bad recipients or `lastmodified`), an empty data key.
-pub fn seal<R: CryptoRng + ?Sized>(secret: &PlainSecret, previous: Option<&Json>, sealer: &Sealer, fingerprint_key: Option<&FingerprintKey>, rng: &mut R) -> Result<Json, Error> {
+pub fn seal<R: CryptoRng + ?Sized>(
+    secret: &PlainSecret,
+    previous: Option<&Json>,
+    sealer: &Sealer,
+    fingerprint_key: Option<&FingerprintKey>,
+    rng: &mut R,
+) -> Result<Json, Error> {
     if secret.data.keys().any(String::is_empty) {
-        return Err(Error::EmptyKey { namespace: secret.namespace.clone(), name: secret.name.clone() });
+        return Err(Error::EmptyKey { secret: format!("{}/{}", secret.namespace, secret.name) });
     }
     let backend = backend_name(sealer);
     let identity = sealer_identity(sealer);
@@ -258,7 +259,8 @@ fn seal_sops<R: CryptoRng + ?Sized>(
             return Ok(previous.clone());
         }
     }
-    sops::encrypt(&plain, recipients, lastmodified, rng).map_err(|source| Error::Sops { namespace: secret.namespace.clone(), name: secret.name.clone(), source })
+    sops::encrypt(&plain, recipients, lastmodified, rng)
+        .map_err(|source| Error::Sops { secret: format!("{}/{}", secret.namespace, secret.name), source: Box::new(source) })
 }
 
 #[cfg(test)]
@@ -375,12 +377,21 @@ mod tests {
         renamed.name = "db2".to_owned();
         let mut wider = plain(Scope::NamespaceWide);
         wider.name = "db".to_owned();
-        let other_cert = Sealer::SealedSecrets { certificate: Certificate::from_pem(include_str!("../../fixtures/demo/keys/sealed-secrets.pem"), 1_893_456_000).unwrap() };
+        let other_cert = Sealer::SealedSecrets {
+            certificate: Certificate::from_pem(include_str!("../../fixtures/demo/keys/sealed-secrets.pem"), 1_893_456_000).unwrap(),
+        };
         let cases = [
             seal(&renamed, Some(&previous), &sealed_secrets(), Some(&fk()), &mut StdRng::seed_from_u64(2)).unwrap(),
             seal(&wider, Some(&previous), &sealed_secrets(), Some(&fk()), &mut StdRng::seed_from_u64(2)).unwrap(),
             seal(&plain(Scope::Strict), Some(&previous), &other_cert, Some(&fk()), &mut StdRng::seed_from_u64(2)).unwrap(),
-            seal(&plain(Scope::Strict), Some(&previous), &sealed_secrets(), Some(&FingerprintKey::from_bytes([6; 32])), &mut StdRng::seed_from_u64(2)).unwrap(),
+            seal(
+                &plain(Scope::Strict),
+                Some(&previous),
+                &sealed_secrets(),
+                Some(&FingerprintKey::from_bytes([6; 32])),
+                &mut StdRng::seed_from_u64(2),
+            )
+            .unwrap(),
             // No fingerprint key: never reuse, and record nothing.
             seal(&plain(Scope::Strict), Some(&previous), &sealed_secrets(), None, &mut StdRng::seed_from_u64(2)).unwrap(),
         ];

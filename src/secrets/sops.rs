@@ -212,8 +212,10 @@ pub fn encrypt<R: CryptoRng + ?Sized>(document: &Json, recipients: &[String], la
     if !is_lastmodified(lastmodified) {
         return Err(Error::Lastmodified);
     }
-    let parsed: Vec<age::x25519::Recipient> =
-        recipients.iter().map(|r| age::x25519::Recipient::from_str(r.trim()).map_err(|_| Error::Recipient(r.clone()))).collect::<Result<_, _>>()?;
+    let parsed: Vec<age::x25519::Recipient> = recipients
+        .iter()
+        .map(|r| age::x25519::Recipient::from_str(r.trim()).map_err(|_| Error::Recipient(r.clone())))
+        .collect::<Result<_, _>>()?;
     let mut key = Zeroizing::new([0u8; 32]);
     rng.fill_bytes(key.as_mut_slice());
     let mut encrypter = Encrypter { key: &key, mac: Sha512::new(), rng };
@@ -288,7 +290,9 @@ impl Decrypter<'_> {
                 let text = std::str::from_utf8(&plaintext).map_err(|_| Error::Malformed(at.clone()))?;
                 match kind.as_str() {
                     "int" => text.parse::<i64>().map(Json::from).map_err(|_| Error::Malformed(at))?,
-                    "float" => text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Json::Number).ok_or(Error::Malformed(at))?,
+                    "float" => {
+                        text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Json::Number).ok_or(Error::Malformed(at))?
+                    }
                     "bool" => Json::Bool(text == "True"),
                     _ => Json::String(text.to_owned()),
                 }
@@ -327,8 +331,13 @@ fn identities(text: &str) -> Result<Vec<age::x25519::Identity>, Error> {
 /// Not a SOPS file, no matching identity, a value that does not decrypt, a MAC mismatch.
 pub fn decrypt(document: &Json, identity_text: &str) -> Result<Json, Error> {
     let sops = document.get("sops").and_then(Json::as_object).ok_or_else(|| Error::NotSops("no top-level `sops` map".to_owned()))?;
-    let entries = sops.get("age").and_then(Json::as_array).filter(|a| !a.is_empty()).ok_or_else(|| Error::NotSops("no `sops.age` recipients".to_owned()))?;
-    let lastmodified = sops.get("lastmodified").and_then(Json::as_str).ok_or_else(|| Error::NotSops("no `sops.lastmodified`".to_owned()))?;
+    let entries = sops
+        .get("age")
+        .and_then(Json::as_array)
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| Error::NotSops("no `sops.age` recipients".to_owned()))?;
+    let lastmodified =
+        sops.get("lastmodified").and_then(Json::as_str).ok_or_else(|| Error::NotSops("no `sops.lastmodified`".to_owned()))?;
     let mac = sops.get("mac").and_then(Json::as_str).ok_or_else(|| Error::NotSops("no `sops.mac`".to_owned()))?;
     let only_encrypted = sops.get("mac_only_encrypted").and_then(Json::as_bool) == Some(true);
     let identities = identities(identity_text)?;
