@@ -10,7 +10,8 @@
 //!   Secrets; [`render::tree::build`] seals the Secrets ([`secrets`]) and lays out the files;
 //! - Git and reconcile build on it (not built yet: see the README).
 //!
-//! The purity rule: [`spec`], [`render`] and [`secrets`] do no I/O, reads no clock, environment or randomness. Only
+//! The purity rule: [`spec`], [`render`] and [`secrets`] do no I/O and read no clock, environment
+//! or randomness (the clock, secret inputs and RNG are passed in). Only
 //! [`source`] and [`cli`] touch the outside world.
 
 pub mod cli;

@@ -66,6 +66,9 @@ fn check(mut body: Json, scope: &Scope) -> Result<Resource, String> {
             None => return Err(format!("missing `{}`", &field[1..].replace('/', "."))),
         }
     }
+    if body.pointer("/metadata/labels").is_some_and(|labels| !labels.is_object()) {
+        return Err(format!("`metadata.labels` must be a map, found {}", kind_of(&body["metadata"]["labels"])));
+    }
     add_labels(&mut body, scope);
     let Some(resource) = Resource::from_json(body) else {
         return Err("missing identity fields".to_owned());
@@ -105,9 +108,6 @@ fn add_labels(body: &mut Json, scope: &Scope) {
     let short = scope.component.rsplit('/').next().unwrap_or(&scope.component);
     let Some(metadata) = body.get_mut("metadata").and_then(Json::as_object_mut) else { return };
     let labels = metadata.entry("labels").or_insert_with(|| Json::Object(Map::new()));
-    if !labels.is_object() {
-        *labels = Json::Object(Map::new());
-    }
     if let Some(labels) = labels.as_object_mut() {
         labels.insert(MANAGED_BY.0.to_owned(), Json::from(MANAGED_BY.1));
         labels.entry(PART_OF).or_insert_with(|| Json::from("tfrs"));
@@ -173,6 +173,7 @@ mod tests {
             ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 12, namespace: ns}\n", "must be a non-empty string"),
             ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: A_b, namespace: ns}\n", "DNS-1123"),
             ("- a\n", "expected a Kubernetes object"),
+            ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: ns, labels: [a]}\n", "`metadata.labels` must be a map"),
             ("a: [\n", "invalid YAML"),
         ];
         for (text, expected) in cases {

@@ -88,7 +88,7 @@ fn merge(left: Value, right: Value) -> Result<Value, minijinja::Error> {
             out.insert(key.to_string(), value);
         }
     }
-    Ok(Value::from_iter(out))
+    Ok(Value::from(out))
 }
 
 #[cfg(test)]
@@ -110,7 +110,7 @@ mod tests {
             .unwrap()
             .render(minijinja::context! { x => "x: y\n---\nkind: ClusterRole {{ z }}", m => minijinja::context!{ a => "b" } })
             .unwrap();
-        assert_eq!(text, "a: \"x: y\\n---\\nkind: ClusterRole {{ z }}\"\nb: {\"a\":\"b\",\"k\":\"v\"}\n");
+        assert_eq!(text, "a: \"x: y\\n---\\nkind: ClusterRole {{ z }}\"\nb: {\"a\":\"b\",\"k\":\"v\"}");
     }
 
     #[test]

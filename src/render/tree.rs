@@ -228,3 +228,72 @@ fn kustomization(resources: &[&String]) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::{Options, render};
+    use crate::secrets::MasterKey;
+    use crate::secrets::resolve::MapInputs;
+    use crate::secrets::sealed::Certificate;
+    use crate::spec::{Bundle, load};
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    const SPEC: &str = "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRCluster\nmetadata: {name: lab}\nspec:\n  ingress: {domain: lab.example.com}\n  imageRegistry: {username: {value: u}, password: {generate: {}}}\n  sealing: {certFile: cert.pem}\n";
+
+    fn tree(seed: u64, previous: &dyn Fn(&str) -> Option<Json>) -> BTreeMap<String, Vec<u8>> {
+        let mut bundle = Bundle::with_builtins();
+        bundle.add_spec("lab/spec.yaml", SPEC);
+        let spec = load(&bundle).spec.expect("valid spec");
+        let master = MasterKey::from_bytes([7; 32]);
+        let rendered = render(&spec, &bundle, &Options::default(), &MapInputs::default(), Some(&master)).expect("renders");
+        let certificate = Certificate::from_pem(include_str!("../../fixtures/demo/keys/sealed-secrets.pem"), 1_800_000_000).expect("demo cert");
+        let sealer = Sealer::SealedSecrets { certificate };
+        let key = master.fingerprint_key();
+        let options = SealOptions { sealer: Some(&sealer), fingerprint_key: Some(&key) };
+        build(&rendered.clusters[0], &options, previous, &mut StdRng::seed_from_u64(seed)).expect("builds")
+    }
+
+    #[test]
+    fn same_inputs_and_seed_give_the_same_bytes() {
+        assert_eq!(tree(1, &|_| None), tree(1, &|_| None));
+        assert_ne!(tree(1, &|_| None), tree(2, &|_| None), "the seed reaches the sealer");
+    }
+
+    #[test]
+    fn the_previous_tree_keeps_its_ciphertext() {
+        let first = tree(1, &|_| None);
+        let previous = |path: &str| {
+            let text = std::str::from_utf8(first.get(path)?).ok()?;
+            crate::spec::yaml::parse(0, text).ok()?.first().map(crate::spec::yaml::Node::to_json)
+        };
+        assert_eq!(first, tree(2, &previous), "a different RNG, yet no byte changes");
+        let plan: Json = serde_json::from_slice(&first["clusters/lab/plan.json"]).unwrap();
+        let registry = plan["components"].as_array().unwrap().iter().find(|c| c["id"] == "cluster/image-registry").unwrap();
+        assert!(registry["objects"].as_array().unwrap().iter().any(|o| o["kind"] == "SealedSecret"));
+    }
+
+    #[test]
+    fn secrets_without_a_sealer_are_refused() {
+        let mut bundle = Bundle::with_builtins();
+        bundle.add_spec("lab/spec.yaml", SPEC);
+        let spec = load(&bundle).spec.expect("valid spec");
+        let master = MasterKey::from_bytes([7; 32]);
+        let rendered = render(&spec, &bundle, &Options::default(), &MapInputs::default(), Some(&master)).expect("renders");
+        let options = SealOptions { sealer: None, fingerprint_key: None };
+        let error = build(&rendered.clusters[0], &options, &|_| None, &mut StdRng::seed_from_u64(1)).unwrap_err();
+        assert!(error.to_string().contains("refusing to write a plaintext Secret"), "{error}");
+    }
+
+    #[test]
+    fn a_missing_master_key_names_the_field() {
+        let mut bundle = Bundle::with_builtins();
+        bundle.add_spec("lab/spec.yaml", SPEC);
+        let spec = load(&bundle).spec.expect("valid spec");
+        let errors = render(&spec, &bundle, &Options::default(), &MapInputs::default(), None).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].path, "spec.imageRegistry.password");
+        assert!(errors[0].message.contains("TFRS_MASTER_KEY"), "{}", errors[0].message);
+    }
+}
