@@ -379,3 +379,71 @@ fn user_templates_override_built_ins_and_are_checked() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("undefined") && stderr.contains("cluster/istio-telemetry.yaml"), "{stderr}");
 }
+
+/// The plaintext the demo's pull Secret must hold: the registry token of `fromFile`.
+fn expected_docker_config(server: &str, user: &str, password: &str) -> serde_json::Value {
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    serde_json::json!({"auths": {server: {"username": user, "password": password, "auth": auth}}})
+}
+
+#[test]
+fn kubesealpy_opens_every_sealed_secret_of_a_rendered_tree() {
+    let python = "python3";
+    let has = Command::new(python).args(["-c", "import kubesealpy"]).output().is_ok_and(|o| o.status.success());
+    if !has {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "kubesealpy is required under CI=true");
+        eprintln!("skipping: kubesealpy not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("demo", &out);
+    let sealed: Vec<PathBuf> = read_tree(&out).keys().filter(|p| p.contains("/sealedsecret-")).map(|p| out.join(p)).collect();
+    assert!(!sealed.is_empty());
+    let script = "import json, sys\nfrom kubesealpy import Unsealer, SealedSecret\nu = Unsealer.from_private_key_file(sys.argv[1])\nprint(json.dumps({p: {k: v.decode() for k, v in u.unseal(SealedSecret.from_yaml(open(p).read())).get_data_decoded().items()} for p in sys.argv[2:]}))\n";
+    let output = Command::new(python).args(["-c", script]).arg(root().join("fixtures/demo/keys/sealed-secrets.key")).args(&sealed).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let opened: BTreeMap<String, BTreeMap<String, String>> = serde_json::from_slice(&output.stdout).unwrap();
+    let token = std::fs::read_to_string(root().join("fixtures/demo/secrets/registry-password.txt")).unwrap();
+    let pull = opened.iter().find(|(p, _)| p.ends_with("image-registry/sealedsecret-cnb-registry-secret.yaml")).expect("the pull Secret").1;
+    let config: serde_json::Value = serde_json::from_str(&pull[".dockerconfigjson"]).unwrap();
+    assert_eq!(config, expected_docker_config("docker.cnb.cool", "cnb", token.trim_end_matches('\n')));
+}
+
+#[test]
+fn real_sops_decrypts_every_secret_of_a_rendered_tree() {
+    let has = Command::new("sops").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !has {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "sops is required under CI=true");
+        eprintln!("skipping: sops not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-sops-docker-desktop", &out);
+    let master = tfrs_gitops::secrets::MasterKey::from_hex(&master_key()).unwrap();
+    let password = master.derive("cluster/laptop/imageRegistry/password", &tfrs_gitops::spec::model::Generate { length: 24, ..Default::default() });
+    let files: Vec<String> = read_tree(&out).keys().filter(|p| p.contains("/secret-")).cloned().collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for file in files {
+        let output = Command::new("sops")
+            .args(["--disable-version-check", "--decrypt", "--output-type", "json"])
+            .arg(out.join(&file))
+            .env("SOPS_AGE_KEY_FILE", root().join("fixtures/demo/keys/age.txt"))
+            .env_remove("SOPS_AGE_KEY")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{file}: {}", String::from_utf8_lossy(&output.stderr));
+        let secret: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        if file.ends_with("secret-cnb-registry-secret.yaml") {
+            let config: serde_json::Value = serde_json::from_str(secret["stringData"][".dockerconfigjson"].as_str().unwrap()).unwrap();
+            assert_eq!(config, expected_docker_config("docker.cnb.cool", "dev", &password));
+        } else {
+            let values = secret["stringData"]["values.yaml"].as_str().unwrap();
+            let values: serde_json::Value = serde_json::from_str(values).unwrap();
+            assert_eq!(values["imageCredentials"][0]["password"], password.as_str());
+            assert_eq!(values["imageCredentials"][0]["name"], "cnb-registry-secret");
+        }
+    }
+}
