@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 /// `fromEnv` from the process environment, `fromFile` relative to the spec file's directory.
 #[derive(Debug, Clone, Copy, Default)]
-#[allow(dead_code)] // used by `tfrs render`
 pub(crate) struct OsInputs;
 
 impl SecretInputs for OsInputs {
@@ -29,7 +28,6 @@ impl SecretInputs for OsInputs {
 /// # Errors
 ///
 /// The file cannot be read, or the key is not 64 hex characters (the key is never shown).
-#[allow(dead_code)] // used by `tfrs render`
 pub(crate) fn master_key(file: Option<&Path>) -> anyhow::Result<Option<MasterKey>> {
     if let Some(file) = file {
         let text = zeroize::Zeroizing::new(
@@ -47,19 +45,16 @@ pub(crate) fn master_key(file: Option<&Path>) -> anyhow::Result<Option<MasterKey
 }
 
 /// The system RNG for sealing (OS-seeded, cryptographically secure).
-#[allow(dead_code)] // used by `tfrs render`
 pub(crate) fn system_rng() -> rand::rngs::ThreadRng {
     rand::rng()
 }
 
 /// Seconds since the Unix epoch (for certificate validity).
-#[allow(dead_code)] // used by `tfrs render`
 pub(crate) fn unix_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 /// `unix_seconds` as RFC 3339 UTC with whole seconds and `Z` (SOPS `lastmodified`).
-#[allow(dead_code)] // used by `tfrs render`
 pub(crate) fn rfc3339(unix_seconds: i64) -> String {
     let days = unix_seconds.div_euclid(86_400);
     let secs = unix_seconds.rem_euclid(86_400);
