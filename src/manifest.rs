@@ -38,7 +38,20 @@ mod tests {
     #[test]
     fn strings_round_trip_unchanged() {
         let hostile = [
-            "true", "0123", "null", "~", "1.10", "a: b", "- x", "{{ x }}", "#c", "x\ny\n", "  lead", "trail ", "", "ENC[AES256_GCM,data:x]",
+            "true",
+            "0123",
+            "null",
+            "~",
+            "1.10",
+            "a: b",
+            "- x",
+            "{{ x }}",
+            "#c",
+            "x\ny\n",
+            "  lead",
+            "trail ",
+            "",
+            "ENC[AES256_GCM,data:x]",
             "-----BEGIN AGE ENCRYPTED FILE-----\nYWdl\n-----END AGE ENCRYPTED FILE-----\n",
         ];
         let long = "A".repeat(3000);

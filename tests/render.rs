@@ -3,6 +3,8 @@
 //! render keeps the previous tree, and outside tools (kubectl kustomize, kubernetes-validate,
 //! the CRD schemas) accept every tree.
 
+#![allow(clippy::unwrap_used)] // a test crate: a panic is the failure report
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -184,7 +186,9 @@ fn hostile_strings_come_out_as_the_same_strings() {
             let value = document.to_json();
             objects += 1;
             assert_ne!(value["kind"], "ClusterRole", "{path}: a spec string became an object");
-            for pointer in ["/spec/source/repoURL", "/spec/source/targetRevision", "/spec/acme/email", "/spec/source/helm/valuesObject/image/tag"] {
+            for pointer in
+                ["/spec/source/repoURL", "/spec/source/targetRevision", "/spec/acme/email", "/spec/source/helm/valuesObject/image/tag"]
+            {
                 // The chart Applications have their own repoURL and targetRevision.
                 let is_chart = value.pointer("/spec/source/helm").is_some();
                 if pointer.starts_with("/spec/source/") && !pointer.contains("helm") && is_chart {
@@ -195,7 +199,10 @@ fn hostile_strings_come_out_as_the_same_strings() {
                 }
             }
             if let Some(annotations) = value.pointer("/spec/source/helm/valuesObject/service/annotations") {
-                found.entry("tkeClbId").or_insert_with(Vec::new).push(annotations["service.kubernetes.io/tke-existed-lbid"].as_str().unwrap().to_owned());
+                found
+                    .entry("tkeClbId")
+                    .or_insert_with(Vec::new)
+                    .push(annotations["service.kubernetes.io/tke-existed-lbid"].as_str().unwrap().to_owned());
             }
         }
     }
@@ -203,7 +210,10 @@ fn hostile_strings_come_out_as_the_same_strings() {
         let values = found.get(key).unwrap_or_else(|| panic!("no `{key}` rendered"));
         assert!(values.iter().all(|v| v == value), "{key}: {values:?} != {value:?}");
     };
-    expect("/spec/source/repoURL", "ssh://git@example.com/x.git\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: pwned}");
+    expect(
+        "/spec/source/repoURL",
+        "ssh://git@example.com/x.git\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: pwned}",
+    );
     expect("/spec/source/targetRevision", "main'\"{{ 7*7 }}{% if true %}x{% endif %}");
     expect("/spec/acme/email", "ops@example.com\"\n  injected: true");
     expect("/spec/source/helm/valuesObject/image/tag", "v1 }}\n{{ cluster }}: \"yes\"");
@@ -219,7 +229,8 @@ fn hostile_strings_come_out_as_the_same_strings() {
 fn no_plaintext_secret_is_written() {
     let registry_file = std::fs::read_to_string(root().join("fixtures/demo/secrets/registry-password.txt")).unwrap();
     let master = tfrs_gitops::secrets::MasterKey::from_hex(&master_key()).unwrap();
-    let generated = master.derive("cluster/laptop/imageRegistry/password", &tfrs_gitops::spec::model::Generate { length: 24, ..Default::default() });
+    let generated =
+        master.derive("cluster/laptop/imageRegistry/password", &tfrs_gitops::spec::model::Generate { length: 24, ..Default::default() });
     let secrets = [registry_file.trim_end_matches('\n').to_owned(), REGISTRY_PASSWORD.to_owned(), generated.to_string()];
     for fixture in RENDER_FIXTURES {
         let dir = tempfile::tempdir().unwrap();
@@ -317,7 +328,12 @@ fn kubectl_kustomize_builds_every_directory() {
         for path in read_tree(&out).keys().filter(|p| p.ends_with("kustomization.yaml")) {
             let directory = out.join(path).parent().unwrap().to_path_buf();
             let output = Command::new(&kubectl).args(["kustomize"]).arg(&directory).output().unwrap();
-            assert!(output.status.success(), "{fixture}: kubectl kustomize {}: {}", directory.display(), String::from_utf8_lossy(&output.stderr));
+            assert!(
+                output.status.success(),
+                "{fixture}: kubectl kustomize {}: {}",
+                directory.display(),
+                String::from_utf8_lossy(&output.stderr)
+            );
             built += 1;
         }
         assert!(built > 2, "{fixture}: only {built} kustomizations");
@@ -328,9 +344,13 @@ fn kubectl_kustomize_builds_every_directory() {
 fn every_rendered_object_passes_schema_validation() {
     let schemas = root().join("../shared/schemas/crds");
     let python = std::env::var("TFRS_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let has_modules = Command::new(&python).args(["-c", "import kubernetes_validate, jsonschema, yaml"]).output().is_ok_and(|o| o.status.success());
+    let has_modules =
+        Command::new(&python).args(["-c", "import kubernetes_validate, jsonschema, yaml"]).output().is_ok_and(|o| o.status.success());
     if !has_modules || !schemas.exists() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "kubernetes-validate, jsonschema, PyYAML and ../shared/schemas are required under CI=true");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "kubernetes-validate, jsonschema, PyYAML and ../shared/schemas are required under CI=true"
+        );
         eprintln!("skipping: schema validation tools not available");
         return;
     }
@@ -339,7 +359,12 @@ fn every_rendered_object_passes_schema_validation() {
         let out = dir.path().join("out");
         render(fixture, &out);
         let output = Command::new(&python).arg(root().join("tests/tools/validate_tree.py")).arg(&out).arg(&schemas).output().unwrap();
-        assert!(output.status.success(), "{fixture}:\n{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{fixture}:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }
 
@@ -369,7 +394,10 @@ fn user_templates_override_built_ins_and_are_checked() {
     let output = tfrs(&["render", "fixtures/demo", "--out", out.to_str().unwrap(), "--templates", templates_dir.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1), "{}", report(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("template `cluster/istio-telemetry.yaml` document 1") && stderr.contains("must not produce Secrets"), "{stderr}");
+    assert!(
+        stderr.contains("template `cluster/istio-telemetry.yaml` document 1") && stderr.contains("must not produce Secrets"),
+        "{stderr}"
+    );
     assert!(stderr.contains("document 2") && stderr.contains("may only touch namespaces `flux-system`, `istio-system`"), "{stderr}");
     assert_eq!(before, read_tree(&out));
     // A template error names the template and line.
@@ -402,7 +430,8 @@ fn kubesealpy_opens_every_sealed_secret_of_a_rendered_tree() {
     let sealed: Vec<PathBuf> = read_tree(&out).keys().filter(|p| p.contains("/sealedsecret-")).map(|p| out.join(p)).collect();
     assert!(!sealed.is_empty());
     let script = "import json, sys\nfrom kubesealpy import Unsealer, SealedSecret\nu = Unsealer.from_private_key_file(sys.argv[1])\nprint(json.dumps({p: {k: v.decode() for k, v in u.unseal(SealedSecret.from_yaml(open(p).read())).get_data_decoded().items()} for p in sys.argv[2:]}))\n";
-    let output = Command::new(python).args(["-c", script]).arg(root().join("fixtures/demo/keys/sealed-secrets.key")).args(&sealed).output().unwrap();
+    let output =
+        Command::new(python).args(["-c", script]).arg(root().join("fixtures/demo/keys/sealed-secrets.key")).args(&sealed).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let opened: BTreeMap<String, BTreeMap<String, String>> = serde_json::from_slice(&output.stdout).unwrap();
     let token = std::fs::read_to_string(root().join("fixtures/demo/secrets/registry-password.txt")).unwrap();
@@ -423,7 +452,8 @@ fn real_sops_decrypts_every_secret_of_a_rendered_tree() {
     let out = dir.path().join("out");
     render("render-sops-docker-desktop", &out);
     let master = tfrs_gitops::secrets::MasterKey::from_hex(&master_key()).unwrap();
-    let password = master.derive("cluster/laptop/imageRegistry/password", &tfrs_gitops::spec::model::Generate { length: 24, ..Default::default() });
+    let password =
+        master.derive("cluster/laptop/imageRegistry/password", &tfrs_gitops::spec::model::Generate { length: 24, ..Default::default() });
     let files: Vec<String> = read_tree(&out).keys().filter(|p| p.contains("/secret-")).cloned().collect();
     assert_eq!(files.len(), 2, "{files:?}");
     for file in files {

@@ -103,8 +103,12 @@ pub fn render_tree(
                 let origin = object.locate("spec.sealing.certFile");
                 if sealing.cert_file.is_empty() {
                     if needs_sealing {
-                        let diagnostic = Diagnostic::error(origin, "spec.sealing.certFile", "a controller certificate is required to seal Secrets with `sealed-secrets`")
-                            .with_help("fetch it with `kubeseal --fetch-cert > cert.pem` and set `spec.sealing.certFile: cert.pem`");
+                        let diagnostic = Diagnostic::error(
+                            origin,
+                            "spec.sealing.certFile",
+                            "a controller certificate is required to seal Secrets with `sealed-secrets`",
+                        )
+                        .with_help("fetch it with `kubeseal --fetch-cert > cert.pem` and set `spec.sealing.certFile: cert.pem`");
                         report(&[diagnostic], bundle)?;
                         return Ok(None);
                     }
@@ -112,7 +116,8 @@ pub fn render_tree(
                 } else {
                     let spec_file = bundle.name(origin.file);
                     let path = Path::new(spec_file).parent().unwrap_or(Path::new("")).join(&sealing.cert_file);
-                    let pem = std::fs::read_to_string(&path).with_context(|| format!("cannot read the sealing certificate `{}`", path.display()))?;
+                    let pem = std::fs::read_to_string(&path)
+                        .with_context(|| format!("cannot read the sealing certificate `{}`", path.display()))?;
                     match Certificate::from_pem(&pem, now) {
                         Ok(certificate) => Some(Sealer::SealedSecrets { certificate }),
                         Err(error) => {
@@ -123,10 +128,17 @@ pub fn render_tree(
                     }
                 }
             }
-            SealingBackend::SopsAge => Some(Sealer::SopsAge { recipients: sealing.age_recipients.clone(), lastmodified: inputs::rfc3339(now) }),
+            SealingBackend::SopsAge => {
+                Some(Sealer::SopsAge { recipients: sealing.age_recipients.clone(), lastmodified: inputs::rfc3339(now) })
+            }
         };
         let previous = |relative: &str| output::previous(out, relative);
-        files.extend(build(cluster, &SealOptions { sealer: sealer.as_ref(), fingerprint_key: fingerprint_key.as_ref() }, &previous, &mut rng)?);
+        files.extend(build(
+            cluster,
+            &SealOptions { sealer: sealer.as_ref(), fingerprint_key: fingerprint_key.as_ref() },
+            &previous,
+            &mut rng,
+        )?);
     }
     Ok(Some(files))
 }
@@ -164,4 +176,3 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     )?;
     Ok(Status::Success)
 }
-

@@ -43,7 +43,13 @@ fn istio(spec: &ClusterSpec) -> bool {
 }
 
 const DEFINITIONS: &[Definition] = &[
-    Definition { name: "cert-manager", after: &[], enabled: |s| s.cert_manager.enabled, namespaces: |_| vec!["cert-manager".into()], cluster_kinds: &[] },
+    Definition {
+        name: "cert-manager",
+        after: &[],
+        enabled: |s| s.cert_manager.enabled,
+        namespaces: |_| vec!["cert-manager".into()],
+        cluster_kinds: &[],
+    },
     Definition {
         name: "cluster-issuer",
         after: &["cert-manager"],
@@ -51,9 +57,21 @@ const DEFINITIONS: &[Definition] = &[
         namespaces: |_| vec!["cert-manager".into()],
         cluster_kinds: &["ClusterIssuer"],
     },
-    Definition { name: "istio-base", after: &["cert-manager"], enabled: istio, namespaces: |_| vec!["istio-system".into()], cluster_kinds: &[] },
+    Definition {
+        name: "istio-base",
+        after: &["cert-manager"],
+        enabled: istio,
+        namespaces: |_| vec!["istio-system".into()],
+        cluster_kinds: &[],
+    },
     Definition { name: "istiod", after: &["istio-base"], enabled: istio, namespaces: |_| vec!["istio-system".into()], cluster_kinds: &[] },
-    Definition { name: "istio-ingress", after: &["istiod"], enabled: istio, namespaces: |_| vec!["istio-ingress".into()], cluster_kinds: &[] },
+    Definition {
+        name: "istio-ingress",
+        after: &["istiod"],
+        enabled: istio,
+        namespaces: |_| vec!["istio-ingress".into()],
+        cluster_kinds: &[],
+    },
     Definition {
         name: "gateway",
         after: &["istio-ingress", "cluster-issuer"],
@@ -61,8 +79,20 @@ const DEFINITIONS: &[Definition] = &[
         namespaces: |_| vec!["istio-ingress".into()],
         cluster_kinds: &[],
     },
-    Definition { name: "envoyfilter-cookie", after: &["istiod"], enabled: istio, namespaces: |_| vec!["istio-system".into()], cluster_kinds: &[] },
-    Definition { name: "envoyfilter-lua", after: &["istiod"], enabled: istio, namespaces: |_| vec!["istio-system".into()], cluster_kinds: &[] },
+    Definition {
+        name: "envoyfilter-cookie",
+        after: &["istiod"],
+        enabled: istio,
+        namespaces: |_| vec!["istio-system".into()],
+        cluster_kinds: &[],
+    },
+    Definition {
+        name: "envoyfilter-lua",
+        after: &["istiod"],
+        enabled: istio,
+        namespaces: |_| vec!["istio-system".into()],
+        cluster_kinds: &[],
+    },
     Definition {
         name: "virtualservice",
         after: &["gateway", "envoyfilter-cookie", "envoyfilter-lua"],
@@ -80,7 +110,13 @@ const DEFINITIONS: &[Definition] = &[
     Definition { name: "cnpg-operator", after: &[], enabled: |s| s.operators.cnpg.enabled, namespaces: none, cluster_kinds: &[] },
     Definition { name: "minio-operator", after: &[], enabled: |s| s.operators.minio.enabled, namespaces: none, cluster_kinds: &[] },
     // NB: the messaging-topology operator's webhooks need cert-manager (components.md).
-    Definition { name: "rabbitmq-operator", after: &["cert-manager"], enabled: |s| s.operators.rabbitmq.enabled, namespaces: none, cluster_kinds: &[] },
+    Definition {
+        name: "rabbitmq-operator",
+        after: &["cert-manager"],
+        enabled: |s| s.operators.rabbitmq.enabled,
+        namespaces: none,
+        cluster_kinds: &[],
+    },
     Definition {
         name: "image-registry",
         after: &[],
@@ -188,14 +224,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
         return None;
     }
     let gitops = super::tree::gitops_objects(context, cluster, &components, &values)?;
-    Some(RenderedCluster {
-        name,
-        engine: cluster_spec.gitops.engine,
-        backend: cluster_spec.sealing.backend,
-        components,
-        graph,
-        gitops,
-    })
+    Some(RenderedCluster { name, engine: cluster_spec.gitops.engine, backend: cluster_spec.sealing.backend, components, graph, gitops })
 }
 
 /// Values every cluster template sees.
@@ -222,7 +251,8 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
     for server in servers {
         let Some(tenant) = tenants.get(server.spec.tenant.as_str()) else { continue };
         let namespace = tenant_namespace(tenant.name(), &tenant.spec);
-        let host = if server.spec.host.is_empty() { format!("{}.{}.{domain}", server.name(), tenant.name()) } else { server.spec.host.clone() };
+        let host =
+            if server.spec.host.is_empty() { format!("{}.{}.{domain}", server.name(), tenant.name()) } else { server.spec.host.clone() };
         hosts.insert(host);
         robot_routes.push(json!({
             "robot": server.name(),
@@ -316,11 +346,8 @@ fn operator_values(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, pul
         match cluster.spec.gitops.engine {
             GitopsEngine::Flux => {
                 let registry = &cluster.spec.image_registry;
-                let config: Json = pull
-                    .data
-                    .get(".dockerconfigjson")
-                    .and_then(|bytes| serde_json::from_slice(bytes).ok())
-                    .unwrap_or(Json::Null);
+                let config: Json =
+                    pull.data.get(".dockerconfigjson").and_then(|bytes| serde_json::from_slice(bytes).ok()).unwrap_or(Json::Null);
                 let auth = &config["auths"][registry.server.as_str()];
                 let credentials = Zeroizing::new(
                     json!({"imageCredentials": [{
@@ -335,7 +362,13 @@ fn operator_values(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, pul
                 let mut data = BTreeMap::new();
                 data.insert("values.yaml".to_owned(), Zeroizing::new(credentials.as_bytes().to_vec()));
                 values_from = json!([{"kind": "Secret", "name": name, "valuesKey": "values.yaml"}]);
-                secret = Some(PlainSecret { name, namespace: FLUX_NAMESPACE.to_owned(), kind: "Opaque".to_owned(), data, ..PlainSecret::default() });
+                secret = Some(PlainSecret {
+                    name,
+                    namespace: FLUX_NAMESPACE.to_owned(),
+                    kind: "Opaque".to_owned(),
+                    data,
+                    ..PlainSecret::default()
+                });
             }
             GitopsEngine::Argocd => {
                 // NB: Argo CD cannot read Helm values from a Secret; the pull Secret is sealed
@@ -385,7 +418,8 @@ mod tests {
             }
             seen.insert(definition.name);
         }
-        let spec = ClusterSpec { tfrs_operator: crate::spec::model::TfrsOperator { enabled: true, ..Default::default() }, ..Default::default() };
+        let spec =
+            ClusterSpec { tfrs_operator: crate::spec::model::TfrsOperator { enabled: true, ..Default::default() }, ..Default::default() };
         let graph = graph(&spec);
         assert_eq!(graph.order().len(), DEFINITIONS.len());
         assert!(!graph.has_cycle());

@@ -18,8 +18,8 @@ pub use templates::Templates;
 
 use crate::secrets::resolve::{SecretInputs, resolve};
 use crate::secrets::{MasterKey, PlainSecret};
-use crate::spec::model::{GitopsEngine, SealingBackend, SecretSource};
 use crate::spec::diagnostic::FileTable;
+use crate::spec::model::{GitopsEngine, SealingBackend, SecretSource};
 use crate::spec::yaml::Origin;
 use crate::spec::{Diagnostic, Object, Spec};
 use serde_json::{Value as Json, json};
@@ -96,7 +96,13 @@ pub struct Rendered {
 ///
 /// Every problem found (unresolvable secrets, template errors, rendered objects that fail the
 /// checks), each as a diagnostic with the spec location it comes from.
-pub fn render(spec: &Spec, files: &dyn FileTable, options: &Options, inputs: &dyn SecretInputs, master: Option<&MasterKey>) -> Result<Rendered, Vec<Diagnostic>> {
+pub fn render(
+    spec: &Spec,
+    files: &dyn FileTable,
+    options: &Options,
+    inputs: &dyn SecretInputs,
+    master: Option<&MasterKey>,
+) -> Result<Rendered, Vec<Diagnostic>> {
     let env = options.templates.environment().map_err(|error| vec![template_diagnostic(&error)])?;
     let mut context = Context { env: &env, files, inputs, master, errors: Vec::new(), warnings: Vec::new(), options };
     let mut clusters = Vec::new();
@@ -123,7 +129,13 @@ impl Context<'_> {
     /// Resolves a secret source of `object` at `field` (e.g. `spec.imageRegistry.password`),
     /// deriving generated values over `logical_path`. Records an error and returns `None` when
     /// it cannot be resolved.
-    pub(crate) fn secret<S>(&mut self, object: &Object<S>, field: &str, source: &SecretSource, logical_path: &str) -> Option<Zeroizing<Vec<u8>>> {
+    pub(crate) fn secret<S>(
+        &mut self,
+        object: &Object<S>,
+        field: &str,
+        source: &SecretSource,
+        logical_path: &str,
+    ) -> Option<Zeroizing<Vec<u8>>> {
         let origin = object.locate(field);
         let spec_file = self.files.name(origin.file).to_owned();
         match resolve(source, logical_path, &spec_file, self.inputs, self.master) {
@@ -137,7 +149,8 @@ impl Context<'_> {
 
     /// Renders template `name` with `values` and checks every object it yields.
     pub(crate) fn objects(&mut self, name: &str, values: &Json, scope: &check::Scope, origin: Origin) -> Vec<Resource> {
-        let rendered = self.env.get_template(name).and_then(|template| template.render(minijinja::Value::from(minijinja::value::Serde(values))));
+        let rendered =
+            self.env.get_template(name).and_then(|template| template.render(minijinja::Value::from(minijinja::value::Serde(values))));
         match rendered {
             Ok(text) => match check::objects(name, &text, scope) {
                 Ok(objects) => objects,

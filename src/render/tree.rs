@@ -72,7 +72,12 @@ pub fn gitops_name(cluster: &str, component: &Component) -> String {
 
 /// Renders the GitOps entry points of a cluster: one Flux Kustomization or Argo CD Application
 /// per component.
-pub(crate) fn gitops_objects(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, components: &[Component], values: &Json) -> Option<Vec<Resource>> {
+pub(crate) fn gitops_objects(
+    context: &mut Context<'_>,
+    cluster: &Object<ClusterSpec>,
+    components: &[Component],
+    values: &Json,
+) -> Option<Vec<Resource>> {
     let name = cluster.name();
     let (template, namespace) = match cluster.spec.gitops.engine {
         GitopsEngine::Flux => ("gitops/flux.yaml", FLUX_NAMESPACE),
@@ -147,7 +152,11 @@ pub fn build<R: CryptoRng + ?Sized>(
         }
         for secret in &component.secrets {
             let Some(sealer) = options.sealer else {
-                return Err(Error::NoSealer { component: component.id.clone(), namespace: secret.namespace.clone(), name: secret.name.clone() });
+                return Err(Error::NoSealer {
+                    component: component.id.clone(),
+                    namespace: secret.namespace.clone(),
+                    name: secret.name.clone(),
+                });
             };
             let placeholder = Resource {
                 api_version: String::new(),
@@ -248,7 +257,8 @@ mod tests {
         let spec = load(&bundle).spec.expect("valid spec");
         let master = MasterKey::from_bytes([7; 32]);
         let rendered = render(&spec, &bundle, &Options::default(), &MapInputs::default(), Some(&master)).expect("renders");
-        let certificate = Certificate::from_pem(include_str!("../../fixtures/demo/keys/sealed-secrets.pem"), 1_800_000_000).expect("demo cert");
+        let certificate =
+            Certificate::from_pem(include_str!("../../fixtures/demo/keys/sealed-secrets.pem"), 1_800_000_000).expect("demo cert");
         let sealer = Sealer::SealedSecrets { certificate };
         let key = master.fingerprint_key();
         let options = SealOptions { sealer: Some(&sealer), fingerprint_key: Some(&key) };
