@@ -1,6 +1,9 @@
 //! End-to-end tests of the `tfrs` binary: every `fixtures/err-*` scenario's whole report is a
 //! snapshot; the demo validates; outside tools accept `tfrs schema --crd`.
 
+mod common;
+
+use common::report;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -15,15 +18,6 @@ fn tfrs(args: &[&str]) -> Output {
         .env_remove("TFRS_MASTER_KEY")
         .output()
         .expect("the tfrs binary runs")
-}
-
-fn report(output: &Output) -> String {
-    format!(
-        "exit: {}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 #[test]

@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is the failure report
 
+mod common;
+
+use common::report;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -33,15 +36,6 @@ fn tfrs(args: &[&str]) -> Output {
         .env_remove("OPERATOR_RELEASE_NAME")
         .output()
         .expect("the tfrs binary runs")
-}
-
-fn report(output: &Output) -> String {
-    format!(
-        "exit: {}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 fn render(fixture: &str, out: &Path) -> Output {
@@ -306,14 +300,14 @@ fn graph_draws_the_cluster_components() {
     insta::assert_snapshot!("graph-dot", String::from_utf8_lossy(&dot.stdout));
 }
 
-/// A tool from PATH, or `None` (a failure under `CI=true`).
+/// A tool from PATH that answers `probe` successfully, or `None` (a failure under `CI=true`).
 fn tool(name: &str, probe: &[&str]) -> Option<PathBuf> {
     let found = Command::new(name).args(probe).output().is_ok_and(|o| o.status.success());
     if found {
         return Some(PathBuf::from(name));
     }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "`{name}` is required under CI=true");
-    eprintln!("skipping: `{name}` not found");
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "`{name} {}` must work under CI=true", probe.join(" "));
+    eprintln!("skipping: `{name} {}` failed", probe.join(" "));
     None
 }
 
@@ -343,17 +337,8 @@ fn kubectl_kustomize_builds_every_directory() {
 #[test]
 fn every_rendered_object_passes_schema_validation() {
     let schemas = root().join("../shared/schemas/crds");
-    let python = std::env::var("TFRS_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let has_modules =
-        Command::new(&python).args(["-c", "import kubernetes_validate, jsonschema, yaml"]).output().is_ok_and(|o| o.status.success());
-    if !has_modules || !schemas.exists() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "kubernetes-validate, jsonschema, PyYAML and ../shared/schemas are required under CI=true"
-        );
-        eprintln!("skipping: schema validation tools not available");
-        return;
-    }
+    assert!(schemas.exists(), "`../shared/schemas/crds` must be beside the checkout");
+    let Some(python) = tool("python3", &["-c", "import kubernetes_validate, jsonschema, yaml"]) else { return };
     for fixture in RENDER_FIXTURES {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
@@ -417,21 +402,19 @@ fn expected_docker_config(server: &str, user: &str, password: &str) -> serde_jso
 
 #[test]
 fn kubesealpy_opens_every_sealed_secret_of_a_rendered_tree() {
-    let python = "python3";
-    let has = Command::new(python).args(["-c", "import kubesealpy"]).output().is_ok_and(|o| o.status.success());
-    if !has {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "kubesealpy is required under CI=true");
-        eprintln!("skipping: kubesealpy not installed");
-        return;
-    }
+    let Some(python) = tool("python3", &["-c", "import kubesealpy"]) else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     render("demo", &out);
     let sealed: Vec<PathBuf> = read_tree(&out).keys().filter(|p| p.contains("/sealedsecret-")).map(|p| out.join(p)).collect();
     assert!(!sealed.is_empty());
     let script = "import json, sys\nfrom kubesealpy import Unsealer, SealedSecret\nu = Unsealer.from_private_key_file(sys.argv[1])\nprint(json.dumps({p: {k: v.decode() for k, v in u.unseal(SealedSecret.from_yaml(open(p).read())).get_data_decoded().items()} for p in sys.argv[2:]}))\n";
-    let output =
-        Command::new(python).args(["-c", script]).arg(root().join("fixtures/demo/keys/sealed-secrets.key")).args(&sealed).output().unwrap();
+    let output = Command::new(&python)
+        .args(["-c", script])
+        .arg(root().join("fixtures/demo/keys/sealed-secrets.key"))
+        .args(&sealed)
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let opened: BTreeMap<String, BTreeMap<String, String>> = serde_json::from_slice(&output.stdout).unwrap();
     let token = std::fs::read_to_string(root().join("fixtures/demo/secrets/registry-password.txt")).unwrap();
@@ -442,12 +425,7 @@ fn kubesealpy_opens_every_sealed_secret_of_a_rendered_tree() {
 
 #[test]
 fn real_sops_decrypts_every_secret_of_a_rendered_tree() {
-    let has = Command::new("sops").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !has {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "sops is required under CI=true");
-        eprintln!("skipping: sops not installed");
-        return;
-    }
+    let Some(sops) = tool("sops", &["--version"]) else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     render("render-sops-docker-desktop", &out);
@@ -457,7 +435,7 @@ fn real_sops_decrypts_every_secret_of_a_rendered_tree() {
     let files: Vec<String> = read_tree(&out).keys().filter(|p| p.contains("/secret-")).cloned().collect();
     assert_eq!(files.len(), 2, "{files:?}");
     for file in files {
-        let output = Command::new("sops")
+        let output = Command::new(&sops)
             .args(["--disable-version-check", "--decrypt", "--output-type", "json"])
             .arg(out.join(&file))
             .env("SOPS_AGE_KEY_FILE", root().join("fixtures/demo/keys/age.txt"))
