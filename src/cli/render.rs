@@ -62,7 +62,9 @@ fn templates(dir: Option<&Path>) -> anyhow::Result<Templates> {
     Ok(templates)
 }
 
-/// Renders, seals and assembles the whole tree in memory.
+/// Renders, seals and assembles the whole tree in memory, as files by path relative to the
+/// output root (`clusters/<cluster>/…`). `previous` returns the object previously written at
+/// such a path (from the output directory, or a Git tree), for zero-diff sealing.
 ///
 /// # Errors
 ///
@@ -73,7 +75,7 @@ pub fn render_tree(
     bundle: &Bundle,
     templates_dir: Option<&Path>,
     master_key_file: Option<&Path>,
-    out: &Path,
+    previous: &dyn Fn(&str) -> Option<serde_json::Value>,
 ) -> anyhow::Result<Option<BTreeMap<String, Vec<u8>>>> {
     let master = inputs::master_key(master_key_file)?;
     let mut options = Options { templates: templates(templates_dir)?, operator_overrides: BTreeMap::new() };
@@ -150,7 +152,8 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let Some((spec, bundle)) = load(&args.inputs, &args.overlays)? else {
         return Ok(Status::Failure);
     };
-    let Some(files) = render_tree(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), &args.out)? else {
+    let previous = |relative: &str| output::previous(&args.out, relative);
+    let Some(files) = render_tree(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), &previous)? else {
         return Ok(Status::Failure);
     };
     let old = output::read_tree(&args.out)?;
