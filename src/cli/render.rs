@@ -134,11 +134,10 @@ pub fn render_tree(
                 Some(Sealer::SopsAge { recipients: sealing.age_recipients.clone(), lastmodified: inputs::rfc3339(now) })
             }
         };
-        let previous = |relative: &str| output::previous(out, relative);
         files.extend(build(
             cluster,
             &SealOptions { sealer: sealer.as_ref(), fingerprint_key: fingerprint_key.as_ref() },
-            &previous,
+            previous,
             &mut rng,
         )?);
     }
