@@ -11,7 +11,7 @@ pub fn run(args: &GraphArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
         return Ok(Status::Failure);
     };
     for cluster in &spec.clusters {
-        let graph = cluster::graph(&cluster.spec);
+        let graph = cluster::full_graph(&spec, cluster);
         match args.format {
             GraphFormat::Mermaid => {
                 writeln!(stdout, "%% cluster {}", cluster.name())?;

@@ -2,7 +2,7 @@
 
 use super::check::Scope;
 use super::graph::Graph;
-use super::{Component, Context, RenderedCluster, labels};
+use super::{Component, Context, RenderedCluster, labels, tenant};
 use crate::secrets::{PlainSecret, Scope as SealScope};
 use crate::spec::check::tenant_namespace;
 use crate::spec::model::{ClusterSpec, GitopsEngine, Issuer, SealingBackend};
@@ -159,12 +159,22 @@ pub fn graph(spec: &ClusterSpec) -> Graph {
     graph
 }
 
+/// The whole component graph of a cluster: its own components and every tenant namespace's.
+#[must_use]
+pub fn full_graph(spec: &Spec, cluster: &Object<ClusterSpec>) -> Graph {
+    let mut graph = graph(&cluster.spec);
+    tenant::extend_graph(&mut graph, &cluster.spec, &tenant::units(spec, cluster.name()));
+    graph
+}
+
 /// Renders one cluster: its components, then (with the tenant components) its GitOps entries.
 pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<crate::spec::model::ClusterSpec>) -> Option<RenderedCluster> {
     let errors_before = context.errors.len();
     let name = cluster.name().to_owned();
     let cluster_spec = &cluster.spec;
-    let graph = graph(cluster_spec);
+    let units = tenant::units(spec, &name);
+    let mut graph = graph(cluster_spec);
+    tenant::extend_graph(&mut graph, cluster_spec, &units);
     let depths = graph.depths();
     let values = base_values(cluster, spec);
     let engine_namespace = match cluster_spec.gitops.engine {
@@ -219,6 +229,9 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
             objects,
             secrets,
         });
+    }
+    for unit in &units {
+        tenant::render(context, cluster, unit, &graph, &depths, &values, pull_secret.as_ref(), engine_namespace, &mut components);
     }
     if context.errors.len() > errors_before {
         return None;
@@ -394,7 +407,7 @@ fn operator_values(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, pul
     (operator_json, secret)
 }
 
-fn add_secret_labels(secret: &mut PlainSecret, cluster: &str, component: &str) {
+pub(crate) fn add_secret_labels(secret: &mut PlainSecret, cluster: &str, component: &str) {
     if let Json::Object(map) = labels(cluster, component) {
         for (key, value) in map {
             if let Json::String(value) = value {

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod graph;
 pub mod resource;
 pub mod templates;
+pub mod tenant;
 pub mod tree;
 
 pub use graph::Graph;

@@ -28,6 +28,21 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("cluster/rabbitmq-operator.yaml", include_str!("../../templates/cluster/rabbitmq-operator.yaml")),
     ("cluster/image-registry.yaml", include_str!("../../templates/cluster/image-registry.yaml")),
     ("cluster/tfrs-operator.yaml", include_str!("../../templates/cluster/tfrs-operator.yaml")),
+    ("tenant/namespace.yaml", include_str!("../../templates/tenant/namespace.yaml")),
+    ("tenant/mesh-policy.yaml", include_str!("../../templates/tenant/mesh-policy.yaml")),
+    ("tenant/postgresql.yaml", include_str!("../../templates/tenant/postgresql.yaml")),
+    ("tenant/timescaledb.yaml", include_str!("../../templates/tenant/timescaledb.yaml")),
+    ("tenant/redis.yaml", include_str!("../../templates/tenant/redis.yaml")),
+    ("tenant/minio.yaml", include_str!("../../templates/tenant/minio.yaml")),
+    ("tenant/rabbitmq.yaml", include_str!("../../templates/tenant/rabbitmq.yaml")),
+    ("tenant/jaeger.yaml", include_str!("../../templates/tenant/jaeger.yaml")),
+    ("tenant/prometheus.yaml", include_str!("../../templates/tenant/prometheus.yaml")),
+    ("tenant/otel-collector.yaml", include_str!("../../templates/tenant/otel-collector.yaml")),
+    ("tenant/grafana.yaml", include_str!("../../templates/tenant/grafana.yaml")),
+    ("tenant/vector.yaml", include_str!("../../templates/tenant/vector.yaml")),
+    ("tenant/shared-cache.yaml", include_str!("../../templates/tenant/shared-cache.yaml")),
+    ("tenant/front.yaml", include_str!("../../templates/tenant/front.yaml")),
+    ("tenant/utils.yaml", include_str!("../../templates/tenant/utils.yaml")),
 ];
 
 /// A set of templates by name; overrides replace built-ins of the same name.
@@ -72,6 +87,9 @@ impl Templates {
         // valid YAML flow scalar or collection, so it can never become structure.
         env.set_auto_escape_callback(|_| AutoEscape::Json);
         env.add_filter("merge", merge);
+        env.add_filter("sha256", sha256);
+        env.add_filter("text", text);
+        env.add_filter("toyaml", toyaml);
         for (name, text) in &self.sources {
             env.add_template_owned(name.clone(), text.clone())?;
         }
@@ -89,6 +107,26 @@ fn merge(left: Value, right: Value) -> Result<Value, minijinja::Error> {
         }
     }
     Ok(Value::from(out))
+}
+
+/// `value | sha256`: the lowercase hex SHA-256 of the value's text (config checksums).
+fn sha256(value: &Value) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(value.to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `value | text`: the value's text as a plain string, so it is written as one quoted string
+/// (e.g. a JSON document embedded in a ConfigMap).
+fn text(value: &Value) -> String {
+    value.to_string()
+}
+
+/// `value | toyaml`: the value as a YAML document, as one string (a config file embedded in a
+/// ConfigMap reads as YAML in diffs, not as one long JSON line).
+fn toyaml(value: &Value) -> Result<String, minijinja::Error> {
+    let json = serde_json::to_value(value).map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string()))?;
+    crate::manifest::to_yaml(&json).map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string()))
 }
 
 #[cfg(test)]

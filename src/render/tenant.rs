@@ -1,0 +1,342 @@
+//! The tenant-level components (seed 000's TFRTenant table and graph, DESIGN §2.3, §4, §4.1),
+//! rendered once per tenant namespace: personal tenants of one function share
+//! `personal-<function>` and its middleware (validation guarantees they agree).
+
+use super::check::Scope;
+use super::cluster::ARGOCD_NAMESPACE;
+use super::graph::Graph;
+use super::{Component, Context, labels};
+use crate::secrets::PlainSecret;
+use crate::spec::check::tenant_namespace;
+use crate::spec::model::{ClusterSpec, SecretSource, TenantSpec, TenantType};
+use crate::spec::{Object, Spec};
+use serde_json::{Value as Json, json};
+use std::collections::{BTreeMap, BTreeSet};
+use zeroize::Zeroizing;
+
+/// The PostgreSQL user every robot connects as (DESIGN §4.1).
+pub const DATABASE_USER: &str = "app_user";
+/// Namespaces whose workloads a tenant's mesh policy admits besides its own (monitoring).
+pub const MONITORING_NAMESPACES: &[&str] = &["istio-system", "monitoring"];
+/// The ingress gateway's identity (the `istio-ingressgateway` release in `istio-ingress`).
+pub const INGRESS_PRINCIPAL: &str = "cluster.local/ns/istio-ingress/sa/istio-ingressgateway";
+
+/// One tenant namespace: the tenants in it, and the one whose spec renders the middleware.
+#[derive(Debug, Clone)]
+pub struct Unit<'a> {
+    /// The namespace.
+    pub namespace: String,
+    /// The tenant whose spec renders the shared components (the first by name).
+    pub owner: &'a Object<TenantSpec>,
+    /// Every tenant in the namespace, by name.
+    pub tenants: Vec<&'a Object<TenantSpec>>,
+}
+
+/// The tenant namespaces of a cluster, by namespace.
+#[must_use]
+pub fn units<'a>(spec: &'a Spec, cluster: &str) -> Vec<Unit<'a>> {
+    let mut by_namespace: BTreeMap<String, Vec<&Object<TenantSpec>>> = BTreeMap::new();
+    for tenant in spec.tenants.iter().filter(|t| t.spec.cluster == cluster) {
+        by_namespace.entry(tenant_namespace(tenant.name(), &tenant.spec)).or_default().push(tenant);
+    }
+    by_namespace
+        .into_iter()
+        .filter_map(|(namespace, mut tenants)| {
+            tenants.sort_by(|a, b| a.name().cmp(b.name()));
+            Some(Unit { namespace, owner: *tenants.first()?, tenants })
+        })
+        .collect()
+}
+
+/// A tenant component: name, tenant components it waits for, cluster components it waits for
+/// (when the cluster renders them), and whether the tenant turns it on.
+struct Definition {
+    name: &'static str,
+    after: &'static [&'static str],
+    after_cluster: &'static [&'static str],
+    enabled: fn(&ClusterSpec, &TenantSpec) -> bool,
+}
+
+const DEFINITIONS: &[Definition] = &[
+    Definition { name: "namespace", after: &[], after_cluster: &[], enabled: |_, _| true },
+    Definition { name: "mesh-policy", after: &["namespace"], after_cluster: &["istiod"], enabled: |c, _| c.istio.enabled },
+    Definition { name: "postgresql", after: &["namespace"], after_cluster: &["cnpg-operator"], enabled: |_, t| t.postgresql.enabled },
+    Definition { name: "timescaledb", after: &["postgresql"], after_cluster: &["cnpg-operator"], enabled: |_, t| t.timescaledb.enabled },
+    Definition { name: "redis", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.redis.enabled },
+    Definition { name: "minio", after: &["namespace"], after_cluster: &["minio-operator"], enabled: |_, t| t.minio.enabled },
+    Definition { name: "rabbitmq", after: &["namespace"], after_cluster: &["rabbitmq-operator"], enabled: |_, t| t.rabbitmq.enabled },
+    Definition { name: "jaeger", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.jaeger.enabled },
+    Definition { name: "prometheus", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.prometheus.enabled },
+    Definition { name: "otel-collector", after: &["namespace", "jaeger"], after_cluster: &[], enabled: |_, t| t.otel_collector.enabled },
+    Definition { name: "grafana", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.grafana.enabled },
+    Definition { name: "vector", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.vector.enabled },
+    Definition { name: "shared-cache", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.shared_cache.enabled },
+    Definition { name: "front", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.front.enabled },
+    Definition { name: "utils", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.utils.enabled },
+];
+
+/// The id of a tenant component.
+#[must_use]
+pub fn component_id(namespace: &str, name: &str) -> String {
+    format!("namespaces/{namespace}/{name}")
+}
+
+/// Adds every tenant namespace's components to `graph` (which holds the cluster's).
+pub fn extend_graph(graph: &mut Graph, cluster: &ClusterSpec, units: &[Unit<'_>]) {
+    for unit in units {
+        let mut resolved: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for definition in DEFINITIONS {
+            let mut depends_on: Vec<String> = definition.after.iter().flat_map(|a| resolved.get(a).cloned().unwrap_or_default()).collect();
+            for name in definition.after_cluster {
+                let id = format!("cluster/{name}");
+                if graph.order().contains(&id) {
+                    depends_on.push(id);
+                }
+            }
+            if (definition.enabled)(cluster, &unit.owner.spec) {
+                let id = component_id(&unit.namespace, definition.name);
+                // NB: dependencies are listed first and namespaces are distinct, so this holds.
+                if graph.add(&id, depends_on).is_ok() {
+                    resolved.insert(definition.name, vec![id]);
+                }
+            } else {
+                resolved.insert(definition.name, depends_on);
+            }
+        }
+    }
+}
+
+/// Names of a namespace's credential Secrets and clusters.
+#[must_use]
+pub fn names(namespace: &str) -> Json {
+    json!({
+        "pg_cluster": format!("{namespace}-pg"),
+        "pg_secret": format!("{namespace}-pg-credentials"),
+        "ts_cluster": format!("{namespace}-ts"),
+        "ts_secret": format!("{namespace}-ts-credentials"),
+        "redis_secret": format!("{namespace}-redis-credentials"),
+        "minio_env": format!("{namespace}-minio-env"),
+        "rabbitmq_secret": format!("{namespace}-rabbitmq-credentials"),
+        "grafana_admin": format!("{namespace}-grafana-admin"),
+    })
+}
+
+/// The credentials of one namespace's middleware, for the servers that connect to it.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    /// PostgreSQL password of `app_user`.
+    pub postgresql: Option<Zeroizing<String>>,
+    /// TimescaleDB password of `app_user`.
+    pub timescaledb: Option<Zeroizing<String>>,
+    /// Redis password.
+    pub redis: Option<Zeroizing<String>>,
+    /// MinIO root user and password.
+    pub minio: Option<(Zeroizing<String>, Zeroizing<String>)>,
+    /// RabbitMQ user and password.
+    pub rabbitmq: Option<(Zeroizing<String>, Zeroizing<String>)>,
+    /// Grafana admin password.
+    pub grafana: Option<Zeroizing<String>>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Credentials(..)")
+    }
+}
+
+/// Renders the components of one namespace. Returns its middleware credentials.
+pub(crate) fn render(
+    context: &mut Context<'_>,
+    cluster: &Object<ClusterSpec>,
+    unit: &Unit<'_>,
+    graph: &Graph,
+    depths: &BTreeMap<String, usize>,
+    base: &Json,
+    pull: Option<&PlainSecret>,
+    engine_namespace: &str,
+    components: &mut Vec<Component>,
+) -> Credentials {
+    let cluster_name = cluster.name();
+    let namespace = unit.namespace.as_str();
+    let owner = unit.owner;
+    let spec = &owner.spec;
+    let credentials = credentials(context, cluster_name, unit);
+    let mut tenant_json = serde_json::to_value(spec).unwrap_or(Json::Null);
+    redact(&mut tenant_json);
+    let mut values = base.clone();
+    values["namespace"] = json!(namespace);
+    values["database"] = json!(namespace);
+    values["names"] = names(namespace);
+    values["istio"] = json!(cluster.spec.istio.enabled);
+    values["ingress_principal"] = json!(INGRESS_PRINCIPAL);
+    values["monitoring_namespaces"] = json!(MONITORING_NAMESPACES);
+    values["platform_namespaces"] = json!(platform_namespaces(engine_namespace));
+    values["pull_secret"] = json!(pull.map_or("", |p| p.name.as_str()));
+    values["tenant"] = json!({
+        "name": owner.name(),
+        "type": match spec.kind { TenantType::Enterprise => "enterprise", TenantType::Personal => "personal" },
+        "tenants": unit.tenants.iter().map(|t| t.name()).collect::<Vec<_>>(),
+        "spec": tenant_json,
+    });
+    for definition in DEFINITIONS {
+        let id = component_id(namespace, definition.name);
+        if !graph.order().contains(&id) {
+            continue;
+        }
+        let scope = Scope {
+            component: id.clone(),
+            cluster: cluster_name.to_owned(),
+            namespaces: [namespace.to_owned(), engine_namespace.to_owned()].into_iter().collect(),
+            cluster_kinds: BTreeSet::new(),
+        };
+        let mut component_values = values.clone();
+        component_values["labels"] = labels(cluster_name, &id);
+        let objects = context.objects(&format!("tenant/{}.yaml", definition.name), &component_values, &scope, owner.locate("metadata.name"));
+        let mut secrets = secrets(definition.name, namespace, &credentials, pull);
+        for secret in &mut secrets {
+            super::cluster::add_secret_labels(secret, cluster_name, &id);
+        }
+        components.push(Component {
+            name: format!("{namespace}-{}", definition.name),
+            depends_on: graph.dependencies(&id).to_vec(),
+            depth: depths.get(&id).copied().unwrap_or(0),
+            timeout: "15m".to_owned(),
+            id,
+            objects,
+            secrets,
+        });
+    }
+    credentials
+}
+
+/// Namespaces an enterprise tenant's NetworkPolicy admits besides its own.
+fn platform_namespaces(engine_namespace: &str) -> Vec<String> {
+    let mut namespaces: BTreeSet<String> =
+        ["istio-system", "istio-ingress", "monitoring", "cnpg-system", "minio-operator", "rabbitmq-system"].iter().map(|s| (*s).to_owned()).collect();
+    if engine_namespace == ARGOCD_NAMESPACE {
+        namespaces.insert(ARGOCD_NAMESPACE.to_owned());
+    }
+    namespaces.into_iter().collect()
+}
+
+/// Resolves every credential of a namespace's middleware, over logical paths
+/// `cluster/<cluster>/namespace/<namespace>/<component>/<field>`: one path per credential, so
+/// every consumer gets the same value.
+fn credentials(context: &mut Context<'_>, cluster: &str, unit: &Unit<'_>) -> Credentials {
+    let owner = unit.owner;
+    let spec = &owner.spec;
+    let base = format!("cluster/{cluster}/namespace/{}", unit.namespace);
+    let mut resolve = |field: &str, source: &SecretSource| -> Option<Zeroizing<String>> {
+        let path = format!("{base}/{}", field.trim_start_matches("spec.").replace('.', "/"));
+        let bytes = context.secret(owner, field, source, &path)?;
+        Some(Zeroizing::new(String::from_utf8_lossy(&bytes).into_owned()))
+    };
+    let mut credentials = Credentials::default();
+    if spec.postgresql.enabled {
+        credentials.postgresql = resolve("spec.postgresql.password", &spec.postgresql.password);
+    }
+    if spec.timescaledb.enabled {
+        credentials.timescaledb = resolve("spec.timescaledb.password", &spec.timescaledb.password);
+    }
+    if spec.redis.enabled {
+        credentials.redis = resolve("spec.redis.password", &spec.redis.password);
+    }
+    if spec.minio.enabled {
+        let user = resolve("spec.minio.rootUser", &spec.minio.root_user);
+        let password = resolve("spec.minio.rootPassword", &spec.minio.root_password);
+        credentials.minio = user.zip(password);
+    }
+    if spec.rabbitmq.enabled {
+        let user = resolve("spec.rabbitmq.username", &spec.rabbitmq.username);
+        let password = resolve("spec.rabbitmq.password", &spec.rabbitmq.password);
+        credentials.rabbitmq = user.zip(password);
+    }
+    if spec.grafana.enabled {
+        credentials.grafana = resolve("spec.grafana.adminPassword", &spec.grafana.admin_password);
+    }
+    credentials
+}
+
+/// The Secrets of one tenant component (sealed later, never templated).
+fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Option<&PlainSecret>) -> Vec<PlainSecret> {
+    let secret = |name: String, kind: &str, data: Vec<(&str, &[u8])>| PlainSecret {
+        name,
+        namespace: namespace.to_owned(),
+        kind: kind.to_owned(),
+        data: data.into_iter().map(|(k, v)| (k.to_owned(), Zeroizing::new(v.to_vec()))).collect(),
+        ..PlainSecret::default()
+    };
+    match component {
+        "namespace" => pull
+            .map(|pull| {
+                let mut copy = pull.clone();
+                copy.namespace = namespace.to_owned();
+                copy
+            })
+            .into_iter()
+            .collect(),
+        "postgresql" => credentials
+            .postgresql
+            .iter()
+            .map(|p| secret(format!("{namespace}-pg-credentials"), "kubernetes.io/basic-auth", vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())]))
+            .collect(),
+        "timescaledb" => credentials
+            .timescaledb
+            .iter()
+            .map(|p| secret(format!("{namespace}-ts-credentials"), "kubernetes.io/basic-auth", vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())]))
+            .collect(),
+        "redis" => credentials.redis.iter().map(|p| secret(format!("{namespace}-redis-credentials"), "Opaque", vec![("password", p.as_bytes())])).collect(),
+        "minio" => credentials
+            .minio
+            .iter()
+            .map(|(user, password)| {
+                let env = Zeroizing::new(format!("export MINIO_ROOT_USER={}\nexport MINIO_ROOT_PASSWORD={}\n", shell_quote(user), shell_quote(password)));
+                secret(format!("{namespace}-minio-env"), "Opaque", vec![("config.env", env.as_bytes())])
+            })
+            .collect(),
+        "rabbitmq" => credentials
+            .rabbitmq
+            .iter()
+            .map(|(user, password)| secret(format!("{namespace}-rabbitmq-credentials"), "Opaque", vec![("username", user.as_bytes()), ("password", password.as_bytes())]))
+            .collect(),
+        "grafana" => credentials
+            .grafana
+            .iter()
+            .map(|p| secret(format!("{namespace}-grafana-admin"), "Opaque", vec![("admin-user", b"admin"), ("admin-password", p.as_bytes())]))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `'…'` with embedded quotes escaped the POSIX way, for `config.env` (which MinIO sources).
+fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "'\\''"))
+}
+
+/// Removes every credential field from the tenant spec templates see.
+fn redact(tenant: &mut Json) {
+    for (component, fields) in [
+        ("postgresql", &["password"][..]),
+        ("timescaledb", &["password"][..]),
+        ("redis", &["password"][..]),
+        ("minio", &["rootUser", "rootPassword"][..]),
+        ("rabbitmq", &["username", "password"][..]),
+        ("grafana", &["adminPassword"][..]),
+    ] {
+        if let Some(Json::Object(map)) = tenant.get_mut(component) {
+            for field in fields {
+                map.remove(*field);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting_survives_any_password() {
+        assert_eq!(shell_quote("a'b$c\"d"), "'a'\\''b$c\"d'");
+    }
+}
