@@ -12,7 +12,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const RENDER_FIXTURES: &[&str] = &["demo", "render-argocd-tke", "render-sops-docker-desktop", "render-minimal", "render-hostile"];
+const RENDER_FIXTURES: &[&str] = &[
+    "demo",
+    "render-argocd-tke",
+    "render-sops-docker-desktop",
+    "render-minimal",
+    "render-hostile",
+    "render-enterprise-full",
+    "render-enterprise-minimal",
+];
+const REDIS_PASSWORD: &str = "test-redis-password-2b1e";
 const REGISTRY_PASSWORD: &str = "test-registry-token-7f3a9c";
 
 fn root() -> PathBuf {
@@ -29,6 +38,7 @@ fn tfrs(args: &[&str]) -> Output {
         .current_dir(root())
         .env("TFRS_MASTER_KEY", master_key())
         .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
+        .env("TFRS_TEST_REDIS_PASSWORD", REDIS_PASSWORD)
         .env("ACME_OPENAI_API_KEY", "sk-test-acme-openai-key")
         .env_remove("OPERATOR_HELM_REPO_URL")
         .env_remove("OPERATOR_CHART_VERSION")
@@ -225,7 +235,15 @@ fn no_plaintext_secret_is_written() {
     let master = tfrs_gitops::secrets::MasterKey::from_hex(&master_key()).unwrap();
     let generated =
         master.derive("cluster/laptop/imageRegistry/password", &tfrs_gitops::spec::model::Generate { length: 24, ..Default::default() });
-    let secrets = [registry_file.trim_end_matches('\n').to_owned(), REGISTRY_PASSWORD.to_owned(), generated.to_string()];
+    let tenant_generated = master.derive("cluster/full/namespace/globex/postgresql/password", &tfrs_gitops::spec::model::Generate { length: 48, ..Default::default() });
+    let secrets = [
+        registry_file.trim_end_matches('\n').to_owned(),
+        REGISTRY_PASSWORD.to_owned(),
+        REDIS_PASSWORD.to_owned(),
+        generated.to_string(),
+        tenant_generated.to_string(),
+        "p@ss/w:rd#%'\"$x".to_owned(),
+    ];
     for fixture in RENDER_FIXTURES {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
@@ -454,4 +472,133 @@ fn real_sops_decrypts_every_secret_of_a_rendered_tree() {
             assert_eq!(values["imageCredentials"][0]["name"], "cnb-registry-secret");
         }
     }
+}
+
+fn plan(out: &Path, cluster: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join(format!("clusters/{cluster}/plan.json"))).unwrap()).unwrap()
+}
+
+/// Every object of the plan as `(component, kind, namespace, name)`.
+fn planned(plan: &serde_json::Value) -> Vec<(String, String, String, String)> {
+    let mut out = Vec::new();
+    for component in plan["components"].as_array().unwrap() {
+        for object in component["objects"].as_array().unwrap() {
+            out.push((
+                component["id"].as_str().unwrap().to_owned(),
+                object["kind"].as_str().unwrap().to_owned(),
+                object["namespace"].as_str().unwrap_or_default().to_owned(),
+                object["name"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn tenants_get_the_names_consumers_rely_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("demo", &out);
+    let objects = planned(&plan(&out, "demo"));
+    let has = |component: &str, kind: &str, namespace: &str, name: &str| {
+        objects.iter().any(|(c, k, n, o)| c == component && k == kind && n == namespace && o == name)
+    };
+    for namespace in ["acme-corp", "personal-support"] {
+        let id = |c: &str| format!("namespaces/{namespace}/{c}");
+        // DESIGN §4.1: `<ns>-pg-credentials`; the CNPG Cluster `<ns>-pg` serves `<ns>-pg-rw`.
+        assert!(has(&id("postgresql"), "SealedSecret", namespace, &format!("{namespace}-pg-credentials")), "{namespace}");
+        assert!(has(&id("postgresql"), "Cluster", namespace, &format!("{namespace}-pg")), "{namespace}");
+        assert!(has(&id("redis"), "Service", namespace, "redis"), "{namespace}");
+        assert!(has(&id("rabbitmq"), "RabbitmqCluster", namespace, "rabbitmq"), "{namespace}");
+        assert!(has(&id("minio"), "Service", namespace, "minio"), "{namespace}");
+        assert!(has(&id("namespace"), "SealedSecret", namespace, "cnb-registry-secret"), "{namespace}: pull Secret copy");
+        assert!(has(&id("mesh-policy"), "PeerAuthentication", namespace, "default"), "{namespace}");
+        assert!(has(&id("mesh-policy"), "AuthorizationPolicy", namespace, "tenant-boundary"), "{namespace}");
+    }
+    assert!(has("cluster/image-registry", "SealedSecret", "tfr-image-credentials", "cnb-registry-secret"));
+    assert!(has("namespaces/acme-corp/timescaledb", "Cluster", "acme-corp", "acme-corp-ts"));
+    assert!(has("namespaces/acme-corp/namespace", "NetworkPolicy", "acme-corp", "deny-from-other-namespaces"));
+    assert!(!objects.iter().any(|(_, k, n, _)| k == "NetworkPolicy" && n == "personal-support"), "personal namespaces have no NetworkPolicy");
+    // alice and bob share `personal-support`: its middleware is rendered once.
+    let shared = objects.iter().filter(|(_, k, n, _)| k == "Cluster" && n == "personal-support").count();
+    assert_eq!(shared, 1);
+    let minio_service = std::fs::read_to_string(out.join("clusters/demo/components/namespaces/acme-corp/minio/service-minio.yaml")).unwrap();
+    assert!(minio_service.contains("port: 9000"), "{minio_service}");
+    let pg = std::fs::read_to_string(out.join("clusters/demo/components/namespaces/acme-corp/postgresql/cluster-acme-corp-pg.yaml")).unwrap();
+    assert!(pg.contains("database: acme-corp") && pg.contains("owner: app_user") && pg.contains("name: acme-corp-pg-credentials"), "{pg}");
+}
+
+#[test]
+fn tenant_components_wait_for_what_they_need() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("demo", &out);
+    let plan = plan(&out, "demo");
+    let depends_on = |id: &str| -> Vec<String> {
+        let component = plan["components"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("{id}"));
+        component["dependsOn"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_owned()).collect()
+    };
+    let ns = |c: &str| format!("namespaces/acme-corp/{c}");
+    assert_eq!(depends_on(&ns("postgresql")), ["cluster/cnpg-operator", &ns("namespace")]);
+    assert_eq!(depends_on(&ns("timescaledb")), ["cluster/cnpg-operator", &ns("postgresql")]);
+    assert_eq!(depends_on(&ns("minio")), ["cluster/minio-operator", &ns("namespace")]);
+    assert_eq!(depends_on(&ns("rabbitmq")), ["cluster/rabbitmq-operator", &ns("namespace")]);
+    assert_eq!(depends_on(&ns("otel-collector")), [ns("jaeger"), ns("namespace")]);
+    assert_eq!(depends_on(&ns("mesh-policy")), ["cluster/istiod", &ns("namespace")]);
+    for component in ["redis", "jaeger", "prometheus", "grafana", "vector", "shared-cache", "front", "utils"] {
+        assert_eq!(depends_on(&ns(component)), [ns("namespace")], "{component}");
+    }
+}
+
+#[test]
+fn disabled_components_leave_no_dangling_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-enterprise-minimal", &out);
+    let tree = read_tree(&out);
+    let components: std::collections::BTreeSet<&str> =
+        tree.keys().filter_map(|p| p.strip_prefix("clusters/small/components/namespaces/initech-prod/")).filter_map(|p| p.split('/').next()).collect();
+    assert_eq!(components.into_iter().collect::<Vec<_>>(), ["grafana", "namespace", "otel-collector", "postgresql"]);
+    for (path, content) in &tree {
+        for gone in ["jaeger.initech-prod", "prometheus.initech-prod", "redis.initech-prod", "minio.initech-prod", "istio-system"] {
+            assert!(!content.contains(gone), "`{path}` refers to disabled `{gone}`");
+        }
+    }
+    let grafana = &tree["clusters/small/components/namespaces/initech-prod/grafana/helmrelease-initech-prod-grafana.yaml"];
+    assert!(grafana.contains("datasources: []"), "{grafana}");
+}
+
+#[test]
+fn tenant_credentials_open_to_the_derived_values() {
+    let Some(python) = tool("python3", &["-c", "import kubesealpy"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("demo", &out);
+    let sealed: Vec<PathBuf> = read_tree(&out).keys().filter(|p| p.contains("/namespaces/") && p.contains("/sealedsecret-")).map(|p| out.join(p)).collect();
+    let script = "import json, sys\nfrom kubesealpy import Unsealer, SealedSecret\nu = Unsealer.from_private_key_file(sys.argv[1])\nprint(json.dumps({p.split('/components/')[1]: {k: v.decode() for k, v in u.unseal(SealedSecret.from_yaml(open(p).read())).get_data_decoded().items()} for p in sys.argv[2:]}))\n";
+    let output = Command::new(&python).args(["-c", script]).arg(root().join("fixtures/demo/keys/sealed-secrets.key")).args(&sealed).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let opened: BTreeMap<String, BTreeMap<String, String>> = serde_json::from_slice(&output.stdout).unwrap();
+    let master = tfrs_gitops::secrets::MasterKey::from_hex(&master_key()).unwrap();
+    let derive = |path: &str, generate: tfrs_gitops::spec::model::Generate| master.derive(path, &generate).to_string();
+    let default = tfrs_gitops::spec::model::Generate::default;
+    let pg = &opened["namespaces/acme-corp/postgresql/sealedsecret-acme-corp-pg-credentials.yaml"];
+    assert_eq!(pg["username"], "app_user");
+    assert_eq!(pg["password"], derive("cluster/demo/namespace/acme-corp/postgresql/password", default()));
+    let ts = &opened["namespaces/acme-corp/timescaledb/sealedsecret-acme-corp-ts-credentials.yaml"];
+    let hex = tfrs_gitops::spec::model::Generate { length: 40, charset: tfrs_gitops::spec::model::Charset::Hex, rotation: 1 };
+    assert_eq!(ts["password"], derive("cluster/demo/namespace/acme-corp/timescaledb/password", hex));
+    let minio = &opened["namespaces/acme-corp/minio/sealedsecret-acme-corp-minio-env.yaml"];
+    let base64 = tfrs_gitops::spec::model::Generate { charset: tfrs_gitops::spec::model::Charset::Base64, ..default() };
+    let root_password = derive("cluster/demo/namespace/acme-corp/minio/rootPassword", base64);
+    assert_eq!(minio["config.env"], format!("export MINIO_ROOT_USER='minio-root'\nexport MINIO_ROOT_PASSWORD='{root_password}'\n"));
+    let mq = &opened["namespaces/acme-corp/rabbitmq/sealedsecret-acme-corp-rabbitmq-credentials.yaml"];
+    assert_eq!(mq["username"], "app");
+    assert_eq!(mq["password"], derive("cluster/demo/namespace/acme-corp/rabbitmq/password", default()));
+    let grafana = &opened["namespaces/personal-support/grafana/sealedsecret-personal-support-grafana-admin.yaml"];
+    assert_eq!(grafana["admin-password"], derive("cluster/demo/namespace/personal-support/grafana/adminPassword", default()));
+    // The pull Secret copies hold the same value as the shared one.
+    let copies: Vec<&BTreeMap<String, String>> = opened.iter().filter(|(p, _)| p.ends_with("sealedsecret-cnb-registry-secret.yaml")).map(|(_, v)| v).collect();
+    assert_eq!(copies.len(), 2);
+    assert!(copies.iter().all(|c| c[".dockerconfigjson"] == copies[0][".dockerconfigjson"]));
 }

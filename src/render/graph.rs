@@ -96,14 +96,12 @@ impl Graph {
     #[must_use]
     pub fn mermaid(&self) -> String {
         let mut out = String::from("graph TD\n");
-        let node = |id: &str| format!("{}[\"{id}\"]", mermaid_id(id));
         for id in &self.order {
-            let deps = self.dependencies(id);
-            if deps.is_empty() {
-                out.push_str(&format!("  {}\n", node(id)));
-            }
-            for dependency in deps {
-                out.push_str(&format!("  {} --> {}\n", node(dependency), node(id)));
+            out.push_str(&format!("  {}[\"{id}\"]\n", mermaid_id(id)));
+        }
+        for id in &self.order {
+            for dependency in self.dependencies(id) {
+                out.push_str(&format!("  {} --> {}\n", mermaid_id(dependency), mermaid_id(id)));
             }
         }
         out

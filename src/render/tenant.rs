@@ -170,7 +170,7 @@ pub(crate) fn render(
     values["istio"] = json!(cluster.spec.istio.enabled);
     values["ingress_principal"] = json!(INGRESS_PRINCIPAL);
     values["monitoring_namespaces"] = json!(MONITORING_NAMESPACES);
-    values["platform_namespaces"] = json!(platform_namespaces(engine_namespace));
+    values["platform_namespaces"] = json!(platform_namespaces(&cluster.spec, engine_namespace));
     values["pull_secret"] = json!(pull.map_or("", |p| p.name.as_str()));
     values["tenant"] = json!({
         "name": owner.name(),
@@ -209,14 +209,25 @@ pub(crate) fn render(
     credentials
 }
 
-/// Namespaces an enterprise tenant's NetworkPolicy admits besides its own.
-fn platform_namespaces(engine_namespace: &str) -> Vec<String> {
-    let mut namespaces: BTreeSet<String> =
-        ["istio-system", "istio-ingress", "monitoring", "cnpg-system", "minio-operator", "rabbitmq-system"].iter().map(|s| (*s).to_owned()).collect();
-    if engine_namespace == ARGOCD_NAMESPACE {
-        namespaces.insert(ARGOCD_NAMESPACE.to_owned());
+/// Namespaces an enterprise tenant's NetworkPolicy admits besides its own: monitoring, and those
+/// of the platform parts the cluster renders (mesh, ingress gateway, the middleware operators,
+/// Argo CD's hooks).
+fn platform_namespaces(cluster: &ClusterSpec, engine_namespace: &str) -> Vec<String> {
+    let mut namespaces: BTreeSet<&str> = ["monitoring"].into_iter().collect();
+    if cluster.istio.enabled {
+        namespaces.extend(["istio-system", "istio-ingress"]);
     }
-    namespaces.into_iter().collect()
+    for (enabled, namespace) in
+        [(cluster.operators.cnpg.enabled, "cnpg-system"), (cluster.operators.minio.enabled, "minio-operator"), (cluster.operators.rabbitmq.enabled, "rabbitmq-system")]
+    {
+        if enabled {
+            namespaces.insert(namespace);
+        }
+    }
+    if engine_namespace == ARGOCD_NAMESPACE {
+        namespaces.insert(ARGOCD_NAMESPACE);
+    }
+    namespaces.into_iter().map(str::to_owned).collect()
 }
 
 /// Resolves every credential of a namespace's middleware, over logical paths
