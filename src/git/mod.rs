@@ -1,0 +1,226 @@
+//! Git: commit the rendered tree to a branch ([`commit`]), compare a render with a ref
+//! ([`diff`], pure), and talk to remotes ([`remote`]).
+//!
+//! Commits are built from in-memory trees (blobs and tree objects written straight into the
+//! object database), so a bare repository works and no work tree is ever needed.
+
+pub mod commit;
+pub mod diff;
+pub mod remote;
+
+use diff::Files;
+use git2::{ObjectType, Repository, Tree};
+use serde_json::Value as Json;
+use std::path::PathBuf;
+
+/// Errors of the Git stage.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The repository cannot be opened (or created, for the clone cache).
+    #[error("cannot open the repository `{path}`")]
+    Open {
+        /// The path or URL.
+        path: String,
+        /// The cause.
+        #[source]
+        source: git2::Error,
+    },
+    /// The clone cache directory cannot be created.
+    #[error("cannot create the clone cache `{}`", path.display())]
+    Cache {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A ref cannot be resolved to a commit.
+    #[error("cannot resolve `{name}` to a commit")]
+    Resolve {
+        /// The ref or revision.
+        name: String,
+        /// The cause.
+        #[source]
+        source: git2::Error,
+    },
+    /// Reading objects from the repository failed.
+    #[error("cannot read the tree of `{name}`")]
+    ReadTree {
+        /// The ref or commit.
+        name: String,
+        /// The cause.
+        #[source]
+        source: git2::Error,
+    },
+    /// Writing blobs, trees or the commit failed.
+    #[error("cannot write the commit")]
+    Write(#[source] git2::Error),
+    /// Updating the branch failed for another reason than a concurrent writer.
+    #[error("cannot update `{branch}`")]
+    UpdateRef {
+        /// The branch.
+        branch: String,
+        /// The cause.
+        #[source]
+        source: git2::Error,
+    },
+    /// Another writer kept moving the branch.
+    #[error("`{branch}` kept moving under us: gave up after {attempts} attempts; nothing was lost, run again")]
+    Contended {
+        /// The branch.
+        branch: String,
+        /// Attempts made.
+        attempts: usize,
+    },
+    /// The remote kept rejecting the push.
+    #[error("push to `{remote}` was rejected {attempts} times (last: {reason}); nothing was force-pushed, run again")]
+    PushRejected {
+        /// The remote.
+        remote: String,
+        /// Attempts made.
+        attempts: usize,
+        /// The remote's last reason.
+        reason: String,
+    },
+    /// The local branch and the remote branch both have commits the other lacks.
+    #[error("local `{branch}` and `{remote}/{branch}` have diverged; reconcile them (pull or reset) first")]
+    Diverged {
+        /// The branch.
+        branch: String,
+        /// The remote.
+        remote: String,
+    },
+    /// Fetching failed.
+    #[error("cannot fetch `{branch}` from `{remote}`")]
+    Fetch {
+        /// The remote.
+        remote: String,
+        /// The branch.
+        branch: String,
+        /// The cause.
+        #[source]
+        source: git2::Error,
+    },
+    /// Pushing failed (unreachable, authentication, transfer), as opposed to rejected.
+    #[error("cannot push `{branch}` to `{remote}`")]
+    Push {
+        /// The remote.
+        remote: String,
+        /// The branch.
+        branch: String,
+        /// The cause.
+        #[source]
+        source: git2::Error,
+    },
+    /// No author was given or configured.
+    #[error(
+        "no commit author: pass `--author \"Name <email>\"`, set `user.name` and `user.email` in git config, or set `GIT_AUTHOR_NAME` and `GIT_AUTHOR_EMAIL`"
+    )]
+    NoAuthor,
+    /// `--author` is not `Name <email>`.
+    #[error("`--author` must look like `Name <email>`")]
+    BadAuthor,
+    /// Rendering failed (the cause says how).
+    #[error("render failed")]
+    Render(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The result type of this module.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A commit author (also the committer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Author {
+    /// The name.
+    pub name: String,
+    /// The email address.
+    pub email: String,
+}
+
+impl Author {
+    /// The author from `explicit` (`Name <email>`), else git config `user.name`/`user.email`,
+    /// else `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` from `env`.
+    ///
+    /// # Errors
+    ///
+    /// A malformed `explicit`, or no author anywhere.
+    pub fn resolve(explicit: Option<&str>, repo: &Repository, env: &dyn Fn(&str) -> Option<String>) -> Result<Author> {
+        if let Some(text) = explicit {
+            let (name, rest) = text.split_once('<').ok_or(Error::BadAuthor)?;
+            let email = rest.strip_suffix('>').ok_or(Error::BadAuthor)?;
+            let (name, email) = (name.trim(), email.trim());
+            if name.is_empty() || email.is_empty() || email.contains(['<', '>']) {
+                return Err(Error::BadAuthor);
+            }
+            return Ok(Author { name: name.to_owned(), email: email.to_owned() });
+        }
+        if let Ok(config) = repo.config()
+            && let (Ok(name), Ok(email)) = (config.get_string("user.name"), config.get_string("user.email"))
+            && !name.trim().is_empty()
+            && !email.trim().is_empty()
+        {
+            return Ok(Author { name, email });
+        }
+        match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
+            (Some(name), Some(email)) if !name.trim().is_empty() && !email.trim().is_empty() => Ok(Author { name, email }),
+            _ => Err(Error::NoAuthor),
+        }
+    }
+}
+
+/// The object stored at `path` in `tree`, parsed as the render's `previous` lookup expects.
+#[must_use]
+pub fn previous_object(repo: &Repository, tree: &Tree<'_>, path: &str) -> Option<Json> {
+    let entry = tree.get_path(std::path::Path::new(path)).ok()?;
+    let blob = entry.to_object(repo).ok()?.into_blob().ok()?;
+    let text = std::str::from_utf8(blob.content()).ok()?;
+    let documents = crate::spec::yaml::parse(0, text).ok()?;
+    documents.first().map(crate::spec::yaml::Node::to_json)
+}
+
+/// Every file below `prefix` (a directory path, no trailing slash) in `tree`, by full path.
+///
+/// # Errors
+///
+/// An object of the tree cannot be read.
+pub fn read_files(repo: &Repository, tree: &Tree<'_>, prefix: &str) -> Result<Files, git2::Error> {
+    let mut files = Files::new();
+    let Ok(entry) = tree.get_path(std::path::Path::new(prefix)) else { return Ok(files) };
+    if entry.kind() != Some(ObjectType::Tree) {
+        return Ok(files);
+    }
+    let subtree = repo.find_tree(entry.id())?;
+    let mut failure = None;
+    subtree.walk(git2::TreeWalkMode::PreOrder, |directory, entry| {
+        if entry.kind() == Some(ObjectType::Blob) {
+            match repo.find_blob(entry.id()) {
+                Ok(blob) => {
+                    files.insert(format!("{prefix}/{directory}{}", entry.name().unwrap_or_default()), blob.content().to_vec());
+                }
+                Err(error) => {
+                    failure = Some(error);
+                    return git2::TreeWalkResult::Abort;
+                }
+            }
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    failure.map_or(Ok(files), Err)
+}
+
+/// The cluster directories (`clusters/<cluster>`) that `files` fill.
+#[must_use]
+pub fn cluster_dirs(files: &Files) -> Vec<String> {
+    let mut dirs: Vec<String> = files
+        .keys()
+        .filter_map(|path| {
+            let mut parts = path.splitn(3, '/');
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some("clusters"), Some(cluster), Some(_)) => Some(format!("clusters/{cluster}")),
+                _ => None,
+            }
+        })
+        .collect();
+    dirs.dedup();
+    dirs
+}

@@ -1,0 +1,192 @@
+//! Remotes: URL detection, the clone cache, credentials, fetch and non-forced push.
+//!
+//! Transports: local paths and `file://` always; `ssh://` and scp-like `user@host:path` with a
+//! key from ssh-agent; `https://` with a token from `TFRS_GIT_TOKEN` (user
+//! `TFRS_GIT_USERNAME`, default `x-access-token`), else git's credential helpers.
+
+use super::{Error, Result};
+use git2::{Cred, CredentialType, Direction, FetchOptions, Oid, PushOptions, RemoteCallbacks, Repository};
+use sha2::{Digest, Sha256};
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+
+/// True when `repo` names a remote URL (`scheme://…` or scp-like `user@host:path`) rather than
+/// a local path.
+#[must_use]
+pub fn is_url(repo: &str) -> bool {
+    if repo.contains("://") {
+        return true;
+    }
+    // scp-like: `user@host:path`, with no slash before the colon.
+    match repo.split_once(':') {
+        Some((head, _)) => head.contains('@') && !head.contains('/'),
+        None => false,
+    }
+}
+
+/// The bare clone of `url` under `cache_root` (`<cache_root>/tfrs/repos/<hash>`), created on
+/// first use, with remote `origin` pointing at `url`.
+///
+/// # Errors
+///
+/// The cache directory cannot be created or opened.
+pub fn cache(url: &str, cache_root: &Path) -> Result<Repository> {
+    let hash = Sha256::digest(url.as_bytes());
+    let name: String = hash.iter().take(10).map(|b| format!("{b:02x}")).collect();
+    let path: PathBuf = cache_root.join("tfrs").join("repos").join(name);
+    let open = |path: &Path| -> std::result::Result<Repository, git2::Error> {
+        let repo = match Repository::open_bare(path) {
+            Ok(repo) => repo,
+            Err(_) => Repository::init_bare(path)?,
+        };
+        match repo.find_remote("origin") {
+            Ok(remote) if remote.url() == Ok(url) => {}
+            Ok(_) => repo.remote_set_url("origin", url)?,
+            Err(_) => {
+                repo.remote("origin", url)?;
+            }
+        }
+        Ok(repo)
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| Error::Cache { path: parent.to_path_buf(), source })?;
+    }
+    open(&path).map_err(|source| Error::Open { path: path.display().to_string(), source })
+}
+
+/// Callbacks answering credential requests from ssh-agent, `TFRS_GIT_TOKEN` or git's
+/// credential helpers. Each source is tried once, so a wrong credential fails instead of
+/// looping.
+fn callbacks<'a>(config: Option<git2::Config>) -> RemoteCallbacks<'a> {
+    let mut callbacks = RemoteCallbacks::new();
+    let tried_agent = Cell::new(false);
+    let tried_token = Cell::new(false);
+    let tried_helper = Cell::new(false);
+    let config = RefCell::new(config);
+    callbacks.credentials(move |url, username, allowed| {
+        if allowed.contains(CredentialType::SSH_KEY) && !tried_agent.replace(true) {
+            return Cred::ssh_key_from_agent(username.unwrap_or("git"));
+        }
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
+            if !tried_token.replace(true)
+                && let Ok(token) = std::env::var("TFRS_GIT_TOKEN")
+            {
+                let user = std::env::var("TFRS_GIT_USERNAME").unwrap_or_else(|_| "x-access-token".to_owned());
+                return Cred::userpass_plaintext(&user, &token);
+            }
+            if !tried_helper.replace(true)
+                && let Some(config) = config.borrow().as_ref()
+            {
+                return Cred::credential_helper(config, url, username);
+            }
+        }
+        if allowed.contains(CredentialType::USERNAME) {
+            return Cred::username(username.unwrap_or("git"));
+        }
+        Err(git2::Error::from_str("no credentials: for ssh run an ssh-agent with the key loaded; for https set `TFRS_GIT_TOKEN`"))
+    });
+    callbacks
+}
+
+/// Fetches `branch` of `remote` into `refs/remotes/<remote>/<branch>`; returns its tip, or
+/// `None` when the remote has no such branch.
+///
+/// # Errors
+///
+/// The remote is unknown or cannot be reached.
+pub fn fetch(repo: &Repository, remote: &str, branch: &str) -> Result<Option<Oid>> {
+    let fail = |source| Error::Fetch { remote: remote.to_owned(), branch: branch.to_owned(), source };
+    let tracking = tracking_ref(remote, branch);
+    // NB: libgit2 keeps a stale tracking ref when the remote branch is gone, and fetching a
+    // missing branch is no error; so ask the remote what it has first.
+    let wanted = format!("refs/heads/{branch}");
+    let exists = {
+        let mut handle = repo.find_remote(remote).map_err(fail)?;
+        let connection = handle.connect_auth(Direction::Fetch, Some(callbacks(repo.config().ok())), None).map_err(fail)?;
+        connection.list().map_err(fail)?.iter().any(|head| head.name() == wanted)
+    };
+    if !exists {
+        if let Ok(mut reference) = repo.find_reference(&tracking) {
+            let _ = reference.delete();
+        }
+        return Ok(None);
+    }
+    let mut handle = repo.find_remote(remote).map_err(fail)?;
+    let mut options = FetchOptions::new();
+    options.remote_callbacks(callbacks(repo.config().ok())).update_fetchhead(false);
+    // NB: the leading `+` only concerns our remote-tracking ref, which mirrors the remote.
+    let refspec = format!("+{wanted}:{tracking}");
+    handle.fetch(&[refspec.as_str()], Some(&mut options), None).map_err(fail)?;
+    repo.refname_to_id(&tracking).map(Some).map_err(fail)
+}
+
+/// `refs/remotes/<remote>/<branch>`.
+#[must_use]
+pub fn tracking_ref(remote: &str, branch: &str) -> String {
+    format!("refs/remotes/{remote}/{branch}")
+}
+
+/// How a push ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pushed {
+    /// The remote branch now points at the commit.
+    Accepted,
+    /// The remote refused (it moved and the push was not a fast-forward); the reason given.
+    Rejected(String),
+}
+
+/// Pushes `commit` to `refs/heads/<branch>` of `remote`, never forced (a fast-forward only).
+///
+/// # Errors
+///
+/// The remote cannot be reached or the transfer fails. A refusal because the remote moved is
+/// [`Pushed::Rejected`], not an error.
+pub fn push(repo: &Repository, remote: &str, branch: &str, commit: Oid) -> Result<Pushed> {
+    let fail = |source| Error::Push { remote: remote.to_owned(), branch: branch.to_owned(), source };
+    let mut handle = repo.find_remote(remote).map_err(fail)?;
+    let rejected: RefCell<Option<String>> = RefCell::new(None);
+    let mut callbacks = callbacks(repo.config().ok());
+    callbacks.push_update_reference(|_, status| {
+        if let Some(status) = status {
+            *rejected.borrow_mut() = Some(status.to_owned());
+        }
+        Ok(())
+    });
+    let mut options = PushOptions::new();
+    options.remote_callbacks(callbacks);
+    // A temporary ref names the commit: libgit2 resolves the source of a push refspec as a ref.
+    let temporary = format!("refs/tfrs/push/{commit}");
+    repo.reference(&temporary, commit, true, "tfrs push").map_err(fail)?;
+    let refspec = format!("{temporary}:refs/heads/{branch}");
+    let result = handle.push(&[refspec.as_str()], Some(&mut options));
+    drop(options);
+    if let Ok(mut reference) = repo.find_reference(&temporary) {
+        let _ = reference.delete();
+    }
+    match result {
+        Ok(()) => {}
+        Err(error) if error.code() == git2::ErrorCode::NotFastForward => return Ok(Pushed::Rejected(error.message().to_owned())),
+        Err(error) => return Err(fail(error)),
+    }
+    if let Some(reason) = rejected.into_inner() {
+        return Ok(Pushed::Rejected(reason));
+    }
+    // Record what the remote now has, so the next read starts from it.
+    let _ = repo.reference(&tracking_ref(remote, branch), commit, true, "tfrs push");
+    Ok(Pushed::Accepted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_paths_are_told_apart() {
+        for url in ["https://git.example.com/a.git", "ssh://git@host/a.git", "file:///tmp/a.git", "git@github.com:org/repo.git"] {
+            assert!(is_url(url), "{url}");
+        }
+        for path in ["/tmp/repo", "repo", "./a:b", "dir/user@host:x", "C"] {
+            assert!(!is_url(path), "{path}");
+        }
+    }
+}
