@@ -36,6 +36,96 @@ pub enum Command {
     Render(RenderArgs),
     /// Draw the component dependency graph (mermaid or Graphviz dot).
     Graph(GraphArgs),
+    /// Render and commit the tree into a Git repository at `clusters/<cluster>/`, as one commit
+    /// built in memory (bare repositories work), only when something changed.
+    ///
+    /// The branch is updated with a compare-and-swap on the parent that was read; when another
+    /// writer moved it, the render is redone on the new tip (a few times, then it fails).
+    /// `--push` never forces: a rejected push fetches and starts over. A URL `--repo` is cloned
+    /// into a cache and always pushed. Exit status: 0 committed or no changes, 1 invalid spec,
+    /// 2 Git, I/O or environment error.
+    Commit(CommitArgs),
+    /// Render and compare with the tree at a Git ref, object by object; sealed values show as
+    /// `<sealed: changed>` / `<sealed: unchanged>`, never ciphertext.
+    ///
+    /// Exit status: 0 no changes, 1 changes, 2 error (including an invalid spec).
+    Diff(DiffArgs),
+}
+
+/// `tfrs commit`.
+#[derive(Debug, clap::Args)]
+pub struct CommitArgs {
+    /// Spec files or directories (searched recursively for `*.yaml` / `*.yml`).
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// The repository: a local path (bare or not) or a URL (cloned into
+    /// `$XDG_CACHE_HOME/tfrs/repos/`, then pushed back).
+    #[arg(long, value_name = "PATH|URL")]
+    pub repo: String,
+    /// The branch to commit to (created when missing).
+    #[arg(long, default_value = "main")]
+    pub branch: String,
+    /// The commit subject (the body always lists what changed per component).
+    #[arg(long, short, value_name = "M")]
+    pub message: Option<String>,
+    /// `Name <email>`; else git config `user.name`/`user.email`, else `GIT_AUTHOR_NAME` and
+    /// `GIT_AUTHOR_EMAIL`.
+    #[arg(long, value_name = "NAME <EMAIL>")]
+    pub author: Option<String>,
+    /// Push the branch to `--remote` (never forced).
+    #[arg(long)]
+    pub push: bool,
+    /// The remote to push to.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+    /// Apply this overlay (a name or a path to a YAML file) after `spec.overlays`; repeatable.
+    #[arg(long = "overlay", value_name = "NAME|PATH")]
+    pub overlays: Vec<String>,
+    /// A directory of templates that replace built-in ones of the same relative path.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// File holding the 32-byte master key as 64 hex characters (else `TFRS_MASTER_KEY`).
+    #[arg(long, value_name = "FILE")]
+    pub master_key_file: Option<PathBuf>,
+}
+
+/// `tfrs diff`.
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// Spec files or directories (searched recursively for `*.yaml` / `*.yml`).
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// The repository: a local path (bare or not) or a URL (fetched into
+    /// `$XDG_CACHE_HOME/tfrs/repos/`).
+    #[arg(long, value_name = "PATH|URL")]
+    pub repo: String,
+    /// The ref to compare with (a branch, tag or commit; for a URL, a branch).
+    #[arg(long = "ref", default_value = "main", value_name = "REF")]
+    pub reference: String,
+    /// Output format: `text` for people (coloured on a terminal unless `NO_COLOR` is set),
+    /// `markdown` for a pull-request comment, `json` for tools (see docs/git.md).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: DiffFormat,
+    /// Apply this overlay (a name or a path to a YAML file) after `spec.overlays`; repeatable.
+    #[arg(long = "overlay", value_name = "NAME|PATH")]
+    pub overlays: Vec<String>,
+    /// A directory of templates that replace built-in ones of the same relative path.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// File holding the 32-byte master key as 64 hex characters (else `TFRS_MASTER_KEY`).
+    #[arg(long, value_name = "FILE")]
+    pub master_key_file: Option<PathBuf>,
+}
+
+/// A diff format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Per-object unified diffs for a terminal.
+    Text,
+    /// A summary table per component and collapsed details, for a pull-request comment.
+    Markdown,
+    /// A stable JSON document for tools.
+    Json,
 }
 
 /// `tfrs render`.

@@ -4,6 +4,8 @@
 //! environment errors. A broken pipe on stdout exits 0.
 
 mod args;
+mod commit;
+mod diff;
 mod graph;
 mod inputs;
 mod output;
@@ -56,6 +58,8 @@ pub fn run() -> Status {
         args::Command::Unseal(a) => unseal::run(&a, &mut stdout),
         args::Command::Render(a) => render::run(&a, &mut stdout),
         args::Command::Graph(a) => graph::run(&a, &mut stdout),
+        args::Command::Commit(a) => commit::run(&a, &mut stdout),
+        args::Command::Diff(a) => diff::run(&a, &mut stdout),
     };
     match result {
         Ok(status) => status,

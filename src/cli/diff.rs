@@ -1,0 +1,197 @@
+//! `tfrs diff`: load -> render against a ref -> compare per object -> text, markdown or JSON.
+
+use super::Status;
+use super::args::{DiffArgs, DiffFormat};
+use super::commit::open;
+use super::render::{load, render_tree};
+use crate::git::diff::{Change, Diff, Entry, SealedChange, counts_text, diff};
+use crate::git::{cluster_dirs, previous_object, read_files, remote};
+use anyhow::Context as _;
+use serde_json::json;
+use std::io::{IsTerminal, Write};
+
+/// A GitHub comment holds 65536 characters; details beyond this budget are left out.
+const MARKDOWN_BUDGET: usize = 60_000;
+
+/// Runs `tfrs diff`.
+pub fn run(args: &DiffArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
+    let Some((spec, bundle)) = load(&args.inputs, &args.overlays)? else {
+        return Ok(Status::Error);
+    };
+    let (repo, is_url) = open(&args.repo)?;
+    let commit = if is_url {
+        let tip = remote::fetch(&repo, "origin", &args.reference)?;
+        let tip = tip.with_context(|| format!("`{}` has no branch `{}`", args.repo, args.reference))?;
+        repo.find_commit(tip)?
+    } else {
+        repo.revparse_single(&args.reference)
+            .and_then(|object| object.peel_to_commit())
+            .map_err(|source| crate::git::Error::Resolve { name: args.reference.clone(), source })?
+    };
+    let tree = commit.tree()?;
+    let previous = |path: &str| previous_object(&repo, &tree, path);
+    let Some(files) = render_tree(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), &previous)? else {
+        return Ok(Status::Error);
+    };
+    let mut old = crate::git::diff::Files::new();
+    for dir in cluster_dirs(&files) {
+        old.extend(read_files(&repo, &tree, &dir)?);
+    }
+    let found = diff(&old, &files);
+    let text = match args.format {
+        DiffFormat::Text => {
+            let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            text(&found, &args.reference, colour)
+        }
+        DiffFormat::Markdown => markdown(&found, &args.reference),
+        DiffFormat::Json => {
+            let document = json!({
+                "schema": "tfrs.diff/v1",
+                "ref": args.reference,
+                "commit": commit.id().to_string(),
+                "changed": !found.is_empty(),
+                "totals": found.totals(),
+                "components": found.components().into_iter().map(|((cluster, component), counts)| json!({
+                    "cluster": cluster,
+                    "component": component,
+                    "added": counts.added,
+                    "changed": counts.changed,
+                    "removed": counts.removed,
+                    "secrets": counts.secrets,
+                })).collect::<Vec<_>>(),
+                "objects": found.entries,
+            });
+            format!("{}\n", serde_json::to_string_pretty(&document)?)
+        }
+    };
+    stdout.write_all(text.as_bytes())?;
+    Ok(if found.is_empty() { Status::Success } else { Status::Failure })
+}
+
+fn sigil(change: Change) -> char {
+    match change {
+        Change::Added => '+',
+        Change::Changed => '~',
+        Change::Removed => '-',
+    }
+}
+
+fn sealed_lines(entry: &Entry) -> Vec<String> {
+    entry.sealed.iter().map(|s| format!("{}: <sealed: {}>", s.key, s.change)).collect()
+}
+
+/// Per component a header, then per object its line, sealed values and indented unified diff.
+fn text(found: &Diff, reference: &str, colour: bool) -> String {
+    let paint = |code: &str, text: &str| if colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() };
+    if found.is_empty() {
+        return format!("no changes against `{reference}`\n");
+    }
+    let mut out = String::new();
+    for ((cluster, component), counts) in found.components() {
+        out.push_str(&paint("1", &format!("{cluster} {component}: {}", counts_text(&counts))));
+        out.push('\n');
+        for entry in found.entries.iter().filter(|e| e.cluster == cluster && e.component == component) {
+            let code = match entry.change {
+                Change::Added => "32",
+                Change::Changed => "33",
+                Change::Removed => "31",
+            };
+            out.push_str(&paint(code, &format!("  {} {} {}", sigil(entry.change), entry.change, entry.title())));
+            out.push('\n');
+            for line in sealed_lines(entry) {
+                out.push_str(&format!("      {line}\n"));
+            }
+            for line in entry.diff.lines() {
+                let painted = if line.starts_with("+++") || line.starts_with("---") {
+                    paint("1", line)
+                } else if line.starts_with('+') {
+                    paint("32", line)
+                } else if line.starts_with('-') {
+                    paint("31", line)
+                } else if line.starts_with("@@") {
+                    paint("36", line)
+                } else {
+                    line.to_owned()
+                };
+                out.push_str(&format!("      {painted}\n"));
+            }
+        }
+    }
+    out.push_str(&format!("{} against `{reference}`\n", counts_text(&found.totals())));
+    out
+}
+
+fn escape_html(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// A code fence longer than any backtick run inside `text`.
+fn fence(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+/// A summary table per component, then one collapsed `<details>` per object.
+fn markdown(found: &Diff, reference: &str) -> String {
+    let mut out = format!("### tfrs diff against `{reference}`\n\n");
+    if found.is_empty() {
+        out.push_str("No changes.\n");
+        return out;
+    }
+    let components = found.components();
+    out.push_str(&format!(
+        "**{}** in {} component{}.\n\n",
+        counts_text(&found.totals()),
+        components.len(),
+        if components.len() == 1 { "" } else { "s" }
+    ));
+    out.push_str("| cluster | component | added | changed | removed | secrets |\n| --- | --- | ---: | ---: | ---: | ---: |\n");
+    for ((cluster, component), counts) in &components {
+        out.push_str(&format!(
+            "| {} | `{}` | {} | {} | {} | {} |\n",
+            escape_html(cluster),
+            component,
+            counts.added,
+            counts.changed,
+            counts.removed,
+            counts.secrets
+        ));
+    }
+    out.push('\n');
+    let mut left_out = 0;
+    for entry in &found.entries {
+        let mut details = format!(
+            "<details>\n<summary>{} <code>{}</code> ({} <code>{}</code>)</summary>\n\n",
+            entry.change,
+            escape_html(&entry.title()),
+            escape_html(&entry.cluster),
+            escape_html(&entry.component)
+        );
+        for sealed in &entry.sealed {
+            let mark = if sealed.change == SealedChange::Unchanged { "" } else { "**" };
+            details.push_str(&format!("- `{}`: {mark}`<sealed: {}>`{mark}\n", sealed.key, sealed.change));
+        }
+        if !entry.sealed.is_empty() {
+            details.push('\n');
+        }
+        if !entry.diff.is_empty() {
+            let fence = fence(&entry.diff);
+            details.push_str(&format!("{fence}diff\n{}{}{fence}\n\n", entry.diff, if entry.diff.ends_with('\n') { "" } else { "\n" }));
+        }
+        details.push_str("</details>\n\n");
+        if out.len() + details.len() > MARKDOWN_BUDGET {
+            left_out += 1;
+        } else {
+            out.push_str(&details);
+        }
+    }
+    if left_out > 0 {
+        out.push_str(&format!("_{left_out} more object{} not shown (comment size limit); run `tfrs diff` for all of them._\n", if left_out == 1 { "" } else { "s" }));
+    }
+    out
+}
