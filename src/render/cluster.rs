@@ -2,7 +2,7 @@
 
 use super::check::Scope;
 use super::graph::Graph;
-use super::{Component, Context, RenderedCluster, labels, tenant};
+use super::{Component, Context, RenderedCluster, labels, server, tenant};
 use crate::secrets::{PlainSecret, Scope as SealScope};
 use crate::spec::check::tenant_namespace;
 use crate::spec::model::{ClusterSpec, GitopsEngine, Issuer, SealingBackend};
@@ -163,7 +163,9 @@ pub fn graph(spec: &ClusterSpec) -> Graph {
 #[must_use]
 pub fn full_graph(spec: &Spec, cluster: &Object<ClusterSpec>) -> Graph {
     let mut graph = graph(&cluster.spec);
-    tenant::extend_graph(&mut graph, &cluster.spec, &tenant::units(spec, cluster.name()));
+    let units = tenant::units(spec, cluster.name());
+    tenant::extend_graph(&mut graph, &cluster.spec, &units);
+    server::extend_graph(&mut graph, spec, &units);
     graph
 }
 
@@ -175,6 +177,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     let units = tenant::units(spec, &name);
     let mut graph = graph(cluster_spec);
     tenant::extend_graph(&mut graph, cluster_spec, &units);
+    server::extend_graph(&mut graph, spec, &units);
     let depths = graph.depths();
     let values = base_values(cluster, spec);
     let engine_namespace = match cluster_spec.gitops.engine {
@@ -231,7 +234,10 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
         });
     }
     for unit in &units {
-        tenant::render(context, cluster, unit, &graph, &depths, &values, pull_secret.as_ref(), engine_namespace, &mut components);
+        let credentials = tenant::render(context, cluster, unit, &graph, &depths, &values, pull_secret.as_ref(), engine_namespace, &mut components);
+        for server in server::servers(spec, unit) {
+            server::render(context, cluster, unit, server, &credentials, &graph, &depths, &values, pull_secret.as_ref(), engine_namespace, &mut components);
+        }
     }
     if context.errors.len() > errors_before {
         return None;
@@ -259,6 +265,7 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
     let mut hosts = BTreeSet::new();
     hosts.insert(domain.clone());
     let mut robot_routes = Vec::new();
+    let mut extra_gateway_hosts = BTreeSet::new();
     let mut servers: Vec<_> = spec.servers.iter().filter(|s| tenants.contains_key(s.spec.tenant.as_str())).collect();
     servers.sort_by(|a, b| a.name().cmp(b.name()));
     for server in servers {
@@ -266,6 +273,9 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
         let namespace = tenant_namespace(tenant.name(), &tenant.spec);
         let host =
             if server.spec.host.is_empty() { format!("{}.{}.{domain}", server.name(), tenant.name()) } else { server.spec.host.clone() };
+        if !host.ends_with(&format!(".{domain}")) && &host != domain {
+            extra_gateway_hosts.insert(host.clone());
+        }
         hosts.insert(host);
         robot_routes.push(json!({
             "robot": server.name(),
@@ -273,6 +283,7 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
             "port": server.spec.api_worker.port,
         }));
     }
+    let gateway_hosts: Vec<String> = [domain.clone(), format!("*.{domain}")].into_iter().chain(extra_gateway_hosts).collect();
     let mut cluster_json = serde_json::to_value(cluster_spec).unwrap_or(Json::Null);
     redact(&mut cluster_json);
     json!({
@@ -283,7 +294,7 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
         "cluster": {"name": cluster.name(), "spec": cluster_json},
         "issuer_name": match cluster_spec.ingress.tls.issuer { Issuer::Letsencrypt => "letsencrypt", Issuer::Selfsigned => "tfrs-ca" },
         "gateway_name": GATEWAY,
-        "gateway_hosts": [domain, format!("*.{domain}")],
+        "gateway_hosts": gateway_hosts,
         "certificate_hosts": hosts.into_iter().collect::<Vec<_>>(),
         "tracing_providers": tracing_providers,
         "robot_routes": robot_routes,

@@ -43,6 +43,13 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("tenant/shared-cache.yaml", include_str!("../../templates/tenant/shared-cache.yaml")),
     ("tenant/front.yaml", include_str!("../../templates/tenant/front.yaml")),
     ("tenant/utils.yaml", include_str!("../../templates/tenant/utils.yaml")),
+    ("server/_pod.yaml", include_str!("../../templates/server/_pod.yaml")),
+    ("server/config.yaml", include_str!("../../templates/server/config.yaml")),
+    ("server/db-init.yaml", include_str!("../../templates/server/db-init.yaml")),
+    ("server/minio-init.yaml", include_str!("../../templates/server/minio-init.yaml")),
+    ("server/grafana-sa.yaml", include_str!("../../templates/server/grafana-sa.yaml")),
+    ("server/api-worker.yaml", include_str!("../../templates/server/api-worker.yaml")),
+    ("server/robot-worker.yaml", include_str!("../../templates/server/robot-worker.yaml")),
 ];
 
 /// A set of templates by name; overrides replace built-ins of the same name.

@@ -1,0 +1,409 @@
+//! The server-level components (DESIGN §2.4, §4, §4.2, §4.3): per TFRServer its configuration
+//! (ConfigMap, `<server>-secret`, `<server>-confz`), init Jobs and both workers.
+
+use super::check::Scope;
+use super::graph::Graph;
+use super::tenant::{self, Credentials, DATABASE_USER, Unit};
+use super::{Component, Context, labels};
+use crate::secrets::PlainSecret;
+use crate::spec::model::{ClusterSpec, ServerSpec, TenantSpec, TenantType};
+use crate::spec::{Object, Spec};
+use serde_json::{Value as Json, json};
+use sha2::{Digest as _, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use zeroize::Zeroizing;
+
+/// Where both workers find `config.toml`.
+pub const CONFZ_DIR: &str = "/etc/tfrobot";
+/// The injected key that always wins (DESIGN §4.3).
+pub const IMAGES_DIR_KEY: &str = "TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR";
+/// The per-robot schema key (personal namespaces default it).
+pub const DB_SCHEMA_KEY: &str = "TFS_ROBOT__DB_SCHEMA";
+
+/// The servers of one namespace, by name.
+#[must_use]
+pub fn servers<'a>(spec: &'a Spec, unit: &Unit<'_>) -> Vec<&'a Object<ServerSpec>> {
+    let tenants: BTreeSet<&str> = unit.tenants.iter().map(|t| t.name()).collect();
+    let mut servers: Vec<_> = spec.servers.iter().filter(|s| tenants.contains(s.spec.tenant.as_str())).collect();
+    servers.sort_by(|a, b| a.name().cmp(b.name()));
+    servers
+}
+
+struct Definition {
+    name: &'static str,
+    /// Server components it waits for.
+    after: &'static [&'static str],
+    /// Tenant components it waits for, when the namespace renders them.
+    after_tenant: &'static [&'static str],
+    enabled: fn(&ServerSpec, &TenantSpec) -> bool,
+}
+
+const DEFINITIONS: &[Definition] = &[
+    Definition { name: "config", after: &[], after_tenant: &["namespace"], enabled: |_, _| true },
+    Definition {
+        name: "db-init",
+        after: &["config"],
+        after_tenant: &["postgresql", "timescaledb"],
+        enabled: |s, t| s.jobs.db_init && (t.postgresql.enabled || t.timescaledb.enabled),
+    },
+    Definition { name: "minio-init", after: &["config"], after_tenant: &["minio"], enabled: |s, t| s.jobs.minio_init && t.minio.enabled },
+    Definition {
+        name: "grafana-sa",
+        after: &["config"],
+        after_tenant: &["grafana"],
+        enabled: |s, t| s.jobs.grafana_service_account && t.grafana.enabled,
+    },
+    Definition {
+        name: "api-worker",
+        after: &["config", "db-init", "minio-init", "grafana-sa"],
+        after_tenant: &["shared-cache", "redis", "rabbitmq"],
+        enabled: |_, _| true,
+    },
+    Definition {
+        name: "robot-worker",
+        after: &["config", "db-init", "minio-init", "grafana-sa"],
+        after_tenant: &["shared-cache", "redis", "rabbitmq"],
+        enabled: |_, _| true,
+    },
+];
+
+/// The id of a server component.
+#[must_use]
+pub fn component_id(namespace: &str, server: &str, name: &str) -> String {
+    format!("namespaces/{namespace}/servers/{server}/{name}")
+}
+
+/// Adds every server's components to `graph` (which holds the cluster's and tenants').
+pub fn extend_graph(graph: &mut Graph, spec: &Spec, units: &[Unit<'_>]) {
+    for unit in units {
+        for server in servers(spec, unit) {
+            let mut resolved: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+            for definition in DEFINITIONS {
+                let mut depends_on: Vec<String> = definition.after.iter().flat_map(|a| resolved.get(a).cloned().unwrap_or_default()).collect();
+                for name in definition.after_tenant {
+                    let id = tenant::component_id(&unit.namespace, name);
+                    if graph.order().contains(&id) {
+                        depends_on.push(id);
+                    }
+                }
+                if (definition.enabled)(&server.spec, &unit.owner.spec) {
+                    let id = component_id(&unit.namespace, server.name(), definition.name);
+                    if graph.add(&id, depends_on).is_ok() {
+                        resolved.insert(definition.name, vec![id]);
+                    }
+                } else {
+                    resolved.insert(definition.name, depends_on);
+                }
+            }
+        }
+    }
+}
+
+/// The host a server answers on: `spec.host`, or `<server>.<tenant>.<domain>`.
+#[must_use]
+pub fn host(server: &Object<ServerSpec>, domain: &str) -> String {
+    if server.spec.host.is_empty() { format!("{}.{}.{domain}", server.name(), server.spec.tenant) } else { server.spec.host.clone() }
+}
+
+/// Renders every component of one server.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn render(
+    context: &mut Context<'_>,
+    cluster: &Object<ClusterSpec>,
+    unit: &Unit<'_>,
+    server: &Object<ServerSpec>,
+    credentials: &Credentials,
+    graph: &Graph,
+    depths: &BTreeMap<String, usize>,
+    base: &Json,
+    pull: Option<&PlainSecret>,
+    engine_namespace: &str,
+    components: &mut Vec<Component>,
+) {
+    let cluster_name = cluster.name();
+    let namespace = unit.namespace.as_str();
+    let name = server.name();
+    let tenant = &unit.owner.spec;
+    let spec = &server.spec;
+
+    // Secret data, resolved over `cluster/<cluster>/server/<server>/secretData/<KEY>`.
+    let mut secret_data: BTreeMap<String, Zeroizing<Vec<u8>>> = BTreeMap::new();
+    for (key, source) in &spec.secret_data {
+        let path = format!("cluster/{cluster_name}/server/{name}/secretData/{key}");
+        if let Some(value) = context.secret(server, &format!("spec.secretData.{key}"), source, &path) {
+            secret_data.insert(key.clone(), value);
+        }
+    }
+    let config_data = config_data(name, spec, tenant);
+    let confz = match confz(name, namespace, spec, credentials) {
+        Ok(confz) => confz,
+        Err(message) => {
+            context.errors.push(crate::spec::Diagnostic::error(server.locate("spec.confzData"), "spec.confzData", message));
+            return;
+        }
+    };
+    let checksum = checksum(context, &config_data, &secret_data, &confz);
+    let db_schema = config_data.get(DB_SCHEMA_KEY).cloned().unwrap_or_else(|| "public".to_owned());
+    let mut db_targets = Vec::new();
+    let mut db_secrets = Vec::new();
+    if tenant.postgresql.enabled {
+        db_targets.push(format!("{namespace}-pg-rw:{namespace}-pg-credentials"));
+        db_secrets.push(format!("{namespace}-pg-credentials"));
+    }
+    if tenant.timescaledb.enabled {
+        db_targets.push(format!("{namespace}-ts-rw:{namespace}-ts-credentials"));
+        db_secrets.push(format!("{namespace}-ts-credentials"));
+    }
+    let mut server_json = serde_json::to_value(spec).unwrap_or(Json::Null);
+    if let Json::Object(map) = &mut server_json {
+        map.remove("secretData");
+        map.remove("confzData");
+    }
+    let mut values = base.clone();
+    values["namespace"] = json!(namespace);
+    values["database"] = json!(namespace);
+    values["names"] = tenant::names(namespace);
+    values["istio"] = json!(cluster.spec.istio.enabled);
+    values["pull_secret"] = json!(pull.map_or("", |p| p.name.as_str()));
+    values["server"] = json!({"name": name, "tenant": spec.tenant, "spec": server_json});
+    values["host"] = json!(host(server, &cluster.spec.ingress.domain));
+    values["config_data"] = json!(config_data);
+    values["has_secret_data"] = json!(!secret_data.is_empty());
+    values["cache_dir"] = json!(if tenant.shared_cache.enabled { tenant.shared_cache.cache_dir.as_str() } else { "" });
+    values["confz_dir"] = json!(CONFZ_DIR);
+    values["confz_path"] = json!(format!("{CONFZ_DIR}/config.toml"));
+    values["checksum"] = json!(checksum);
+    values["db_schema_sql"] = json!(format!("CREATE SCHEMA IF NOT EXISTS \"{}\" AUTHORIZATION {DATABASE_USER};", db_schema.replace('"', "\"\"")));
+    values["db_targets"] = json!(db_targets);
+    values["db_secrets"] = json!(db_secrets);
+    values["postgres_image"] = json!(tenant.postgresql.image);
+    values["bucket"] = json!(bucket(name));
+
+    for definition in DEFINITIONS {
+        let id = component_id(namespace, name, definition.name);
+        if !graph.order().contains(&id) {
+            continue;
+        }
+        let scope = Scope {
+            component: id.clone(),
+            cluster: cluster_name.to_owned(),
+            namespaces: [namespace.to_owned(), engine_namespace.to_owned()].into_iter().collect(),
+            cluster_kinds: BTreeSet::new(),
+        };
+        let mut component_values = values.clone();
+        component_values["labels"] = labels(cluster_name, &id);
+        let objects = context.objects(&format!("server/{}.yaml", definition.name), &component_values, &scope, server.locate("metadata.name"));
+        let mut secrets = Vec::new();
+        if definition.name == "config" {
+            let secret = |suffix: &str, data: BTreeMap<String, Zeroizing<Vec<u8>>>| PlainSecret {
+                name: format!("{name}-{suffix}"),
+                namespace: namespace.to_owned(),
+                kind: "Opaque".to_owned(),
+                data,
+                ..PlainSecret::default()
+            };
+            if !secret_data.is_empty() {
+                secrets.push(secret("secret", secret_data.clone()));
+            }
+            let mut confz_data = BTreeMap::new();
+            confz_data.insert("config.toml".to_owned(), Zeroizing::new(confz.as_bytes().to_vec()));
+            secrets.push(secret("confz", confz_data));
+        }
+        for secret in &mut secrets {
+            super::cluster::add_secret_labels(secret, cluster_name, &id);
+        }
+        components.push(Component {
+            name: format!("{namespace}-{name}-{}", definition.name),
+            depends_on: graph.dependencies(&id).to_vec(),
+            depth: depths.get(&id).copied().unwrap_or(0),
+            timeout: "10m".to_owned(),
+            id,
+            objects,
+            secrets,
+        });
+    }
+}
+
+/// The server's bucket: its own, named after it (bucket names are DNS-like, 3 to 63).
+#[must_use]
+pub fn bucket(server: &str) -> String {
+    if server.len() < 3 { format!("{server}-robot") } else { server.to_owned() }
+}
+
+/// The ConfigMap data: `configData`, with the injected keys (DESIGN §4.3). The cache directory
+/// always wins; in a personal namespace the schema defaults to the server name with `-` -> `_`.
+#[must_use]
+pub fn config_data(server: &str, spec: &ServerSpec, tenant: &TenantSpec) -> BTreeMap<String, String> {
+    let mut data = spec.config_data.clone();
+    if tenant.shared_cache.enabled {
+        data.insert(IMAGES_DIR_KEY.to_owned(), tenant.shared_cache.cache_dir.clone());
+    }
+    if tenant.kind == TenantType::Personal {
+        data.entry(DB_SCHEMA_KEY.to_owned()).or_insert_with(|| server.replace('-', "_"));
+    }
+    data
+}
+
+/// `config.toml` (DESIGN §4.2): the connection details of the middleware the tenant enables,
+/// with `confzData` deep-merged over it (tables merge, other values replace).
+///
+/// # Errors
+///
+/// `confzData` that is not TOML (validation reports it first, with its line).
+pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Credentials) -> Result<Zeroizing<String>, String> {
+    use toml::{Table, Value};
+    let mut table = Table::new();
+    let section = |entries: Vec<(&str, Value)>| Value::Table(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
+    let text = |s: &str| Value::String(s.to_owned());
+    if let Some(password) = &credentials.postgresql {
+        table.insert(
+            "postgresql".into(),
+            section(vec![
+                ("host", text(&format!("{namespace}-pg-rw"))),
+                ("port", Value::Integer(5432)),
+                ("user", text(DATABASE_USER)),
+                ("password", text(password)),
+                ("dbname", text(namespace)),
+            ]),
+        );
+    }
+    if let Some(password) = &credentials.timescaledb {
+        table.insert(
+            "timescaledb".into(),
+            section(vec![
+                ("host", text(&format!("{namespace}-ts-rw"))),
+                ("port", Value::Integer(5432)),
+                ("user", text(DATABASE_USER)),
+                ("password", text(password)),
+                ("dbname", text(namespace)),
+            ]),
+        );
+    }
+    if let Some(password) = &credentials.redis {
+        table.insert(
+            "redis".into(),
+            section(vec![("host", text(&format!("redis.{namespace}.svc.cluster.local"))), ("port", Value::Integer(6379)), ("password", text(password))]),
+        );
+    }
+    if let Some((user, password)) = &credentials.rabbitmq {
+        table.insert("celery".into(), section(vec![("broker_url", text(&broker_url(user, password, &format!("rabbitmq.{namespace}.svc.cluster.local"), "/")))]));
+    }
+    if let Some((user, password)) = &credentials.minio {
+        table.insert(
+            "cos".into(),
+            section(vec![
+                ("host", text(&format!("minio.{namespace}.svc.cluster.local"))),
+                ("port", Value::Integer(9000)),
+                ("access_key", text(user)),
+                ("secret_key", text(password)),
+                ("bucket", text(&bucket(server))),
+            ]),
+        );
+    }
+    if !spec.confz_data.trim().is_empty() {
+        let overrides: Table = spec.confz_data.parse().map_err(|e: toml::de::Error| format!("invalid TOML: {}", e.message()))?;
+        merge(&mut table, overrides);
+    }
+    toml::to_string(&table).map(Zeroizing::new).map_err(|e| format!("cannot write config.toml: {e}"))
+}
+
+/// Deep merge: tables merge key by key, anything else replaces.
+fn merge(base: &mut toml::Table, overrides: toml::Table) {
+    for (key, value) in overrides {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(lower)), toml::Value::Table(upper)) => merge(lower, upper),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// `amqp://user:password@host:5672/vhost`, user, password and vhost percent-encoded; the default
+/// vhost `/` is written as the empty path (`…:5672/`, as DESIGN §4.2 shows).
+#[must_use]
+pub fn broker_url(user: &str, password: &str, host: &str, vhost: &str) -> String {
+    let vhost = if vhost == "/" { String::new() } else { percent_encode(vhost) };
+    format!("amqp://{}:{}@{host}:5672/{vhost}", percent_encode(user), percent_encode(password))
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters.
+#[must_use]
+pub fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// A checksum of everything the workers read, so a changed config rolls them. Keyed with the
+/// master key's fingerprint key when there is one (it covers secret values); without a master
+/// key only the ConfigMap counts.
+fn checksum(context: &Context<'_>, config: &BTreeMap<String, String>, secrets: &BTreeMap<String, Zeroizing<Vec<u8>>>, confz: &str) -> String {
+    let config_json = serde_json::to_string(config).unwrap_or_default();
+    match context.master {
+        Some(master) => {
+            let key = master.fingerprint_key();
+            let binding = crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace: "", name: "" };
+            let mut input = Zeroizing::new(config_json.into_bytes());
+            for (name, value) in secrets {
+                input.extend_from_slice(&(name.len() as u64).to_be_bytes());
+                input.extend_from_slice(name.as_bytes());
+                input.extend_from_slice(&(value.len() as u64).to_be_bytes());
+                input.extend_from_slice(value);
+            }
+            input.extend_from_slice(confz.as_bytes());
+            key.fingerprint(&binding, "workers", &input)
+        }
+        None => Sha256::digest(config_json.as_bytes()).iter().take(16).map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_urls_percent_encode_user_password_and_vhost() {
+        assert_eq!(broker_url("app", "p@ss/w:rd#%", "rabbitmq.ns.svc.cluster.local", "/"), "amqp://app:p%40ss%2Fw%3Ard%23%25@rabbitmq.ns.svc.cluster.local:5672/");
+        assert_eq!(broker_url("a b", "x", "h", "tenant/a"), "amqp://a%20b:x@h:5672/tenant%2Fa");
+    }
+
+    #[test]
+    fn confz_merges_tables_and_replaces_values() {
+        let credentials = Credentials {
+            postgresql: Some(Zeroizing::new("pg".into())),
+            redis: Some(Zeroizing::new("rd".into())),
+            ..Credentials::default()
+        };
+        let spec = ServerSpec { confz_data: "[postgresql]\nport = 6432\n[robot]\nname = \"x\"\n".into(), ..Default::default() };
+        let text = confz("bot", "ns", &spec, &credentials).unwrap();
+        let table: toml::Table = text.parse().unwrap();
+        assert_eq!(table["postgresql"]["port"].as_integer(), Some(6432));
+        assert_eq!(table["postgresql"]["host"].as_str(), Some("ns-pg-rw"), "other keys of a merged table stay");
+        assert_eq!(table["postgresql"]["password"].as_str(), Some("pg"));
+        assert_eq!(table["redis"]["host"].as_str(), Some("redis.ns.svc.cluster.local"));
+        assert_eq!(table["robot"]["name"].as_str(), Some("x"));
+        assert!(!table.contains_key("celery") && !table.contains_key("cos") && !table.contains_key("timescaledb"), "only enabled middleware");
+        assert_eq!(text, confz("bot", "ns", &spec, &credentials).unwrap(), "deterministic");
+    }
+
+    #[test]
+    fn injected_keys_win_and_personal_schemas_default() {
+        let mut spec = ServerSpec::default();
+        spec.config_data.insert(IMAGES_DIR_KEY.into(), "/elsewhere".into());
+        let mut tenant = TenantSpec::default();
+        tenant.shared_cache.cache_dir = "/data/cache".into();
+        assert_eq!(config_data("my-bot", &spec, &tenant)[IMAGES_DIR_KEY], "/data/cache");
+        assert!(!config_data("my-bot", &spec, &tenant).contains_key(DB_SCHEMA_KEY));
+        tenant.kind = TenantType::Personal;
+        assert_eq!(config_data("my-bot", &spec, &tenant)[DB_SCHEMA_KEY], "my_bot");
+        spec.config_data.insert(DB_SCHEMA_KEY.into(), "custom".into());
+        assert_eq!(config_data("my-bot", &spec, &tenant)[DB_SCHEMA_KEY], "custom");
+    }
+}
