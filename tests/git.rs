@@ -1,0 +1,502 @@
+//! `tfrs commit` and `tfrs diff` against local repositories and bare remotes in temp dirs:
+//! no-op commits, only affected files change, foreign files kept, racing writers, pushes,
+//! clone-cache URLs, diff exit codes and formats, and no secret value anywhere in the history.
+
+mod common;
+
+use common::{copy_dir, report, root};
+use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const AUTHOR: &str = "CI Bot <ci@example.com>";
+
+/// A temp dir with its own HOME and cache, so no test reads the user's git config or cache.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        Sandbox { dir: tempfile::tempdir().expect("temp dir") }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        let home = self.path().join("home");
+        std::fs::create_dir_all(&home).expect("home");
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("XDG_CACHE_HOME", self.path().join("cache"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("NO_COLOR", "1")
+            .env("TFRS_MASTER_KEY", std::fs::read_to_string(root().join("fixtures/demo/keys/master.key")).expect("master key").trim())
+            .current_dir(self.path());
+        command
+    }
+
+    fn tfrs(&self, args: &[&str]) -> Output {
+        self.command(env!("CARGO_BIN_EXE_tfrs")).args(args).output().expect("the tfrs binary runs")
+    }
+
+    /// `tfrs commit SPEC --repo REPO --author …` plus `extra`; must succeed.
+    fn commit(&self, spec: &Path, repo: &Path, extra: &[&str]) -> String {
+        let mut args = vec!["commit", path(spec), "--repo", path(repo), "--author", AUTHOR];
+        args.extend_from_slice(extra);
+        let output = self.tfrs(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn git(&self, dir: &Path, args: &[&str]) {
+        let output = self
+            .command("git")
+            .current_dir(dir)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "Someone")
+            .env("GIT_AUTHOR_EMAIL", "someone@example.com")
+            .env("GIT_COMMITTER_NAME", "Someone")
+            .env("GIT_COMMITTER_EMAIL", "someone@example.com")
+            .output()
+            .expect("git runs");
+        assert!(output.status.success(), "git {args:?}: {}", report(&output));
+    }
+
+    fn bare(&self, name: &str) -> PathBuf {
+        let path = self.path().join(name);
+        Repository::init_bare(&path).expect("init a bare repository");
+        path
+    }
+
+    /// A copy of a fixture (to edit), at `specs/<name>`.
+    fn fixture(&self, fixture: &str, name: &str) -> PathBuf {
+        let to = self.path().join("specs").join(name);
+        copy_dir(&root().join("fixtures").join(fixture), &to);
+        to
+    }
+
+    /// The demo's cluster alone (SealedSecrets through its DEV ONLY certificate).
+    fn demo_cluster(&self) -> PathBuf {
+        let to = self.path().join("specs/demo");
+        std::fs::create_dir_all(&to).expect("create");
+        std::fs::copy(root().join("fixtures/demo/cluster.yaml"), to.join("cluster.yaml")).expect("copy");
+        for dir in ["keys", "secrets", "overlays"] {
+            copy_dir(&root().join("fixtures/demo").join(dir), &to.join(dir));
+        }
+        to
+    }
+
+    /// `render-minimal` under another cluster name.
+    fn minimal(&self, cluster: &str) -> PathBuf {
+        let dir = self.fixture("render-minimal", cluster);
+        edit(&dir.join("spec.yaml"), "  name: bare\n", &format!("  name: {cluster}\n"));
+        dir
+    }
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 temp path")
+}
+
+fn edit(file: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(file).expect("read");
+    assert!(text.contains(from), "`{from}` not in {}", file.display());
+    std::fs::write(file, text.replacen(from, to, 1)).expect("write");
+}
+
+fn tip(repo: &Path, branch: &str) -> Oid {
+    Repository::open(repo).expect("open").refname_to_id(&format!("refs/heads/{branch}")).expect("branch exists")
+}
+
+/// The commits of `branch`, newest first.
+fn history(repo: &Path, branch: &str) -> Vec<Oid> {
+    let repository = Repository::open(repo).expect("open");
+    let mut walk = repository.revwalk().expect("revwalk");
+    walk.push(tip(repo, branch)).expect("push");
+    walk.map(|oid| oid.expect("oid")).collect()
+}
+
+/// Every file path of `commit`'s tree.
+fn paths(repo: &Path, commit: Oid) -> BTreeSet<String> {
+    let repository = Repository::open(repo).expect("open");
+    let tree = repository.find_commit(commit).expect("commit").tree().expect("tree");
+    let mut out = BTreeSet::new();
+    tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
+        if entry.kind() == Some(ObjectType::Blob) {
+            out.insert(format!("{dir}{}", entry.name().unwrap_or_default()));
+        }
+        TreeWalkResult::Ok
+    })
+    .expect("walk");
+    out
+}
+
+/// The paths that differ between two commits.
+fn changed(repo: &Path, old: Oid, new: Oid) -> BTreeSet<String> {
+    let repository = Repository::open(repo).expect("open");
+    let old = repository.find_commit(old).expect("commit").tree().expect("tree");
+    let new = repository.find_commit(new).expect("commit").tree().expect("tree");
+    let diff = repository.diff_tree_to_tree(Some(&old), Some(&new), None).expect("diff");
+    diff.deltas().filter_map(|d| d.new_file().path().or(d.old_file().path()).map(|p| p.display().to_string())).collect()
+}
+
+fn blob(repo: &Path, commit: Oid, file: &str) -> Vec<u8> {
+    let repository = Repository::open(repo).expect("open");
+    let tree = repository.find_commit(commit).expect("commit").tree().expect("tree");
+    let entry = tree.get_path(Path::new(file)).expect("file in tree");
+    repository.find_blob(entry.id()).expect("blob").content().to_vec()
+}
+
+#[test]
+fn committing_an_unchanged_render_twice_makes_one_commit() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = sandbox.fixture("render-sops-docker-desktop", "laptop");
+    let first = sandbox.commit(&spec, &repo, &[]);
+    assert!(first.starts_with("committed "), "{first}");
+    let commit = tip(&repo, "main");
+    let second = sandbox.commit(&spec, &repo, &[]);
+    assert!(second.starts_with("no changes"), "{second}");
+    assert_eq!(history(&repo, "main"), vec![commit], "exactly one commit");
+    // The committed tree is what `tfrs render` writes (sealed secrets included, by reuse).
+    let all = paths(&repo, commit);
+    assert!(all.iter().all(|p| p.starts_with("clusters/laptop/")), "{all:?}");
+    assert!(all.contains("clusters/laptop/plan.json"));
+    let message = Repository::open(&repo).expect("open").find_commit(commit).expect("commit").message().expect("utf-8").to_owned();
+    assert!(message.starts_with("tfrs: render laptop ("), "{message}");
+    assert!(message.contains("\nlaptop cluster/image-registry: 3 added, 0 changed, 0 removed, 1 secret value\n  added Namespace tfr-image-credentials\n  added Secret tfr-image-credentials/cnb-registry-secret (secret .dockerconfigjson added)\n"), "{message}");
+}
+
+#[test]
+fn a_changed_version_changes_only_its_files() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = sandbox.fixture("render-sops-docker-desktop", "laptop");
+    sandbox.commit(&spec, &repo, &[]);
+    let before = tip(&repo, "main");
+    edit(&spec.join("spec.yaml"), "  tfrsOperator: { enabled: true }\n", "  tfrsOperator: { enabled: true }\n  certManager: { version: v1.99.0 }\n");
+    let out = sandbox.commit(&spec, &repo, &["--message", "Bump cert-manager"]);
+    assert!(out.contains("laptop cluster/cert-manager: 0 added, 1 changed, 0 removed"), "{out}");
+    let after = tip(&repo, "main");
+    assert_eq!(
+        changed(&repo, before, after),
+        BTreeSet::from(["clusters/laptop/components/cluster/cert-manager/ocirepository-cert-manager.yaml".to_owned()])
+    );
+    let message = Repository::open(&repo).expect("open").find_commit(after).expect("commit").message().expect("utf-8").to_owned();
+    assert_eq!(
+        message,
+        "Bump cert-manager\n\nlaptop cluster/cert-manager: 0 added, 1 changed, 0 removed\n  changed OCIRepository flux-system/cert-manager\n"
+    );
+}
+
+#[test]
+fn a_rotated_secret_is_named_in_the_message_but_never_its_value() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = sandbox.demo_cluster();
+    sandbox.commit(&spec, &repo, &[]);
+    std::fs::write(spec.join("secrets/registry-password.txt"), "rotated-dev-only-token-0123456789\n").expect("write");
+    let out = sandbox.commit(&spec, &repo, &[]);
+    assert!(
+        out.contains("changed SealedSecret tfr-image-credentials/cnb-registry-secret (secret .dockerconfigjson rotated)"),
+        "{out}"
+    );
+    let secrets = plaintexts(&sandbox, &repo, &spec.join("keys"));
+    assert!(secrets.iter().any(|s| s == "rotated-dev-only-token-0123456789"), "the scan knows the new value: {}", secrets.len());
+    let mut all = secrets;
+    all.push("dev-only-registry-token-not-a-real-secret".to_owned());
+    assert_no_plaintext(&repo, &all);
+}
+
+#[test]
+fn files_outside_the_rendered_clusters_are_kept() {
+    let sandbox = Sandbox::new();
+    let work = sandbox.path().join("work");
+    std::fs::create_dir_all(work.join("clusters/other")).expect("mkdir");
+    std::fs::create_dir_all(work.join("clusters/laptop")).expect("mkdir");
+    std::fs::write(work.join("README.md"), "# gitops\n").expect("write");
+    std::fs::write(work.join("clusters/other/keep.yaml"), "kind: ConfigMap\n").expect("write");
+    std::fs::write(work.join("clusters/laptop/stale.yaml"), "kind: ConfigMap\n").expect("write");
+    sandbox.git(&work, &["init", "-q", "-b", "main"]);
+    sandbox.git(&work, &["add", "."]);
+    sandbox.git(&work, &["commit", "-q", "-m", "start"]);
+    let spec = sandbox.fixture("render-sops-docker-desktop", "laptop");
+    sandbox.commit(&spec, &work, &[]);
+    let commit = tip(&work, "main");
+    let all = paths(&work, commit);
+    assert!(all.contains("README.md") && all.contains("clusters/other/keep.yaml"), "{all:?}");
+    assert!(!all.contains("clusters/laptop/stale.yaml"), "`clusters/laptop/` is replaced whole");
+    assert!(all.contains("clusters/laptop/kustomization.yaml"));
+    // The checked-out branch's work tree follows the commit.
+    assert!(work.join("clusters/laptop/plan.json").exists());
+    assert!(!work.join("clusters/laptop/stale.yaml").exists());
+    let status = sandbox.command("git").current_dir(&work).args(["status", "--porcelain"]).output().expect("git status");
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "", "clean work tree and index");
+}
+
+#[test]
+fn racing_commits_all_land() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let specs: Vec<PathBuf> = ["alpha", "beta", "gamma"].iter().map(|c| sandbox.minimal(c)).collect();
+    let children: Vec<std::process::Child> = specs
+        .iter()
+        .map(|spec| {
+            sandbox
+                .command(env!("CARGO_BIN_EXE_tfrs"))
+                .args(["commit", path(spec), "--repo", path(&repo), "--author", AUTHOR])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().expect("wait");
+        assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    }
+    let commits = history(&repo, "main");
+    assert_eq!(commits.len(), 3, "one commit per writer, none lost");
+    let all = paths(&repo, commits[0]);
+    for cluster in ["alpha", "beta", "gamma"] {
+        assert!(all.contains(&format!("clusters/{cluster}/plan.json")), "{cluster} is in the tip: {all:?}");
+    }
+}
+
+#[test]
+fn push_to_a_bare_remote_and_from_a_stale_clone() {
+    let sandbox = Sandbox::new();
+    let remote = sandbox.bare("remote.git");
+    let first = sandbox.path().join("first");
+    let second = sandbox.path().join("second");
+    // An initial commit so both clones have `main`.
+    let seed = sandbox.path().join("seed");
+    std::fs::create_dir_all(&seed).expect("mkdir");
+    std::fs::write(seed.join("README.md"), "# gitops\n").expect("write");
+    sandbox.git(&seed, &["init", "-q", "-b", "main"]);
+    sandbox.git(&seed, &["add", "."]);
+    sandbox.git(&seed, &["commit", "-q", "-m", "start"]);
+    sandbox.git(&seed, &["push", "-q", path(&remote), "main"]);
+    sandbox.git(sandbox.path(), &["clone", "-q", path(&remote), path(&first)]);
+    sandbox.git(sandbox.path(), &["clone", "-q", path(&remote), path(&second)]);
+
+    let out = sandbox.commit(&sandbox.minimal("alpha"), &first, &["--push"]);
+    assert!(out.contains("pushed `main` to `origin`"), "{out}");
+    assert_eq!(tip(&remote, "main"), tip(&first, "main"));
+
+    // `second` has not seen alpha's commit: it fetches, builds on the new tip, and pushes.
+    let out = sandbox.commit(&sandbox.minimal("beta"), &second, &["--push"]);
+    assert!(out.contains("pushed `main` to `origin`"), "{out}");
+    let commits = history(&remote, "main");
+    assert_eq!(commits.len(), 3);
+    let all = paths(&remote, commits[0]);
+    assert!(all.contains("README.md") && all.contains("clusters/alpha/plan.json") && all.contains("clusters/beta/plan.json"), "{all:?}");
+    assert_eq!(tip(&second, "main"), commits[0], "the local branch follows");
+}
+
+#[test]
+fn a_url_repository_is_cloned_into_the_cache_and_pushed() {
+    let sandbox = Sandbox::new();
+    let remote = sandbox.bare("remote.git");
+    let url = format!("file://{}", path(&remote));
+    let spec = sandbox.minimal("alpha");
+    let out = sandbox.tfrs(&["commit", path(&spec), "--repo", &url, "--author", AUTHOR]);
+    assert_eq!(out.status.code(), Some(0), "{}", report(&out));
+    let commit = tip(&remote, "main");
+    assert!(paths(&remote, commit).contains("clusters/alpha/plan.json"));
+    assert!(sandbox.path().join("cache/tfrs/repos").read_dir().expect("cache").next().is_some(), "cloned under XDG_CACHE_HOME");
+    let out = sandbox.tfrs(&["commit", path(&spec), "--repo", &url, "--author", AUTHOR]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("no changes"), "{}", report(&out));
+    let out = sandbox.tfrs(&["diff", path(&spec), "--repo", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", report(&out));
+}
+
+#[test]
+fn the_author_comes_from_the_environment_or_the_command_fails_clearly() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = sandbox.minimal("alpha");
+    let out = sandbox.tfrs(&["commit", path(&spec), "--repo", path(&repo)]);
+    assert_eq!(out.status.code(), Some(2), "{}", report(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no commit author"), "{}", report(&out));
+    let out = sandbox
+        .command(env!("CARGO_BIN_EXE_tfrs"))
+        .args(["commit", path(&spec), "--repo", path(&repo)])
+        .env("GIT_AUTHOR_NAME", "Env Author")
+        .env("GIT_AUTHOR_EMAIL", "env@example.com")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", report(&out));
+    let repository = Repository::open(&repo).expect("open");
+    let commit = repository.find_commit(tip(&repo, "main")).expect("commit");
+    assert_eq!((commit.author().name(), commit.author().email()), (Ok("Env Author"), Ok("env@example.com")));
+}
+
+/// Masks what changes from run to run (commit ids) in diff output.
+fn stable(text: &[u8]) -> String {
+    let text = String::from_utf8_lossy(text);
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("\"commit\":") {
+            out.push_str("  \"commit\": \"[commit]\",\n");
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn diff_exit_codes_and_formats() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = sandbox.fixture("render-sops-docker-desktop", "laptop");
+    sandbox.commit(&spec, &repo, &[]);
+
+    let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo)]);
+    assert_eq!(out.status.code(), Some(0), "{}", report(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "no changes against `main`\n");
+
+    // A version bump (plain diff) and a new registry user (a rotated sealed value).
+    edit(&spec.join("spec.yaml"), "  tfrsOperator: { enabled: true }\n", "  tfrsOperator: { enabled: true }\n  certManager: { version: v1.99.0 }\n");
+    edit(&spec.join("spec.yaml"), "username: { value: dev }", "username: { value: developer }");
+    let committed = tip(&repo, "main");
+    for format in ["text", "markdown", "json"] {
+        let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--format", format]);
+        assert_eq!(out.status.code(), Some(1), "{format}: {}", report(&out));
+        let text = stable(&out.stdout);
+        assert!(!text.contains('\x1b'), "no colour when piped");
+        assert!(!text.contains("ENC[") && !text.contains("BEGIN AGE"), "no ciphertext: {text}");
+        insta::assert_snapshot!(format!("diff_{format}"), text);
+    }
+    let json: serde_json::Value = serde_json::from_slice(&sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--format", "json"]).stdout).expect("json");
+    assert_eq!(json["commit"], committed.to_string());
+    assert_eq!(tip(&repo, "main"), committed, "diff never writes");
+
+    let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--ref", "no-such-branch"]);
+    assert_eq!(out.status.code(), Some(2), "{}", report(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot resolve `no-such-branch`"), "{}", report(&out));
+    let out = sandbox.tfrs(&["diff", path(&root().join("fixtures/err-missing-kind")), "--repo", path(&repo)]);
+    assert_eq!(out.status.code(), Some(2), "an invalid spec is an error: {}", report(&out));
+}
+
+/// The plaintext secret values of every sealed object in `repo`'s tip, opened with the DEV
+/// ONLY keys: whole values and the credential fields inside them.
+fn plaintexts(sandbox: &Sandbox, repo: &Path, keys: &Path) -> Vec<String> {
+    let commit = tip(repo, "main");
+    let scratch = sandbox.path().join("scratch.yaml");
+    let mut values = Vec::new();
+    for file in paths(repo, commit) {
+        let bytes = blob(repo, commit, &file);
+        let text = String::from_utf8_lossy(&bytes);
+        let key = if text.contains("kind: SealedSecret") {
+            ["--private-key", "sealed-secrets.key"]
+        } else if text.contains("\nsops:\n") {
+            ["--age-identity", "age.txt"]
+        } else {
+            continue;
+        };
+        std::fs::write(&scratch, &bytes).expect("write");
+        let out = sandbox.tfrs(&["unseal", key[0], path(&keys.join(key[1])), path(&scratch)]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", report(&out));
+        let documents = tfrs_gitops::spec::yaml::parse(0, &String::from_utf8_lossy(&out.stdout)).expect("unsealed YAML");
+        let secret = documents[0].to_json();
+        for (_, value) in secret["stringData"].as_object().expect("stringData").iter() {
+            let value = value.as_str().expect("string").to_owned();
+            if let Ok(inner) = serde_json::from_str::<serde_json::Value>(&value) {
+                collect_credentials(&inner, &mut values);
+            }
+            values.push(value);
+        }
+    }
+    values.retain(|v| v.len() >= 8);
+    values
+}
+
+fn collect_credentials(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                match value.as_str() {
+                    Some(text) if ["password", "auth", "token"].contains(&key.as_str()) => out.push(text.to_owned()),
+                    _ => collect_credentials(value, out),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_credentials(v, out)),
+        _ => {}
+    }
+}
+
+/// Where any value occurs in a blob or commit message of any commit reachable from any ref,
+/// and how many commits were scanned.
+fn find_plaintext(repo: &Path, values: &[String]) -> (Vec<String>, usize) {
+    assert!(!values.is_empty());
+    let repository = Repository::open(repo).expect("open");
+    let mut walk = repository.revwalk().expect("revwalk");
+    for reference in repository.references().expect("refs") {
+        if let Some(target) = reference.expect("ref").target() {
+            walk.push(target).expect("push");
+        }
+    }
+    let mut found = Vec::new();
+    let mut commits = 0;
+    for oid in walk {
+        let commit = repository.find_commit(oid.expect("oid")).expect("commit");
+        commits += 1;
+        if values.iter().any(|v| contains(commit.message_raw_bytes(), v.as_bytes())) {
+            found.push(format!("message of {}", commit.id()));
+        }
+        commit
+            .tree()
+            .expect("tree")
+            .walk(TreeWalkMode::PreOrder, |dir, entry| {
+                if entry.kind() == Some(ObjectType::Blob) {
+                    let blob = repository.find_blob(entry.id()).expect("blob");
+                    if values.iter().any(|v| contains(blob.content(), v.as_bytes())) {
+                        found.push(format!("{dir}{} of {}", entry.name().unwrap_or_default(), commit.id()));
+                    }
+                }
+                TreeWalkResult::Ok
+            })
+            .expect("walk");
+    }
+    (found, commits)
+}
+
+fn assert_no_plaintext(repo: &Path, values: &[String]) {
+    let (found, commits) = find_plaintext(repo, values);
+    assert!(commits >= 2, "scanned {commits} commits");
+    assert_eq!(found, Vec::<String>::new(), "secret values in the history");
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn the_secret_scan_finds_a_planted_value() {
+    // The scan above must be able to fail: plant a value and see it found.
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    sandbox.commit(&sandbox.minimal("alpha"), &repo, &[]);
+    let repository = Repository::open(&repo).expect("open");
+    let parent = repository.find_commit(tip(&repo, "main")).expect("commit");
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    update.upsert("leak.txt", repository.blob(b"token=planted-value-123").expect("blob"), git2::FileMode::Blob);
+    let tree = repository.find_tree(update.create_updated(&repository, &parent.tree().expect("tree")).expect("tree")).expect("tree");
+    let signature = git2::Signature::now("t", "t@example.com").expect("signature");
+    repository.commit(Some("refs/heads/main"), &signature, &signature, "leak", &tree, &[&parent]).expect("commit");
+    let (found, commits) = find_plaintext(&repo, &["planted-value-123".to_owned()]);
+    assert_eq!(commits, 2);
+    assert_eq!(found, vec![format!("leak.txt of {}", tip(&repo, "main"))]);
+}
