@@ -20,7 +20,9 @@ const RENDER_FIXTURES: &[&str] = &[
     "render-hostile",
     "render-enterprise-full",
     "render-enterprise-minimal",
+    "render-servers",
 ];
+const OPENAI_KEY: &str = "sk-env-openai-test-5c1d";
 const REDIS_PASSWORD: &str = "test-redis-password-2b1e";
 const REGISTRY_PASSWORD: &str = "test-registry-token-7f3a9c";
 
@@ -39,6 +41,7 @@ fn tfrs(args: &[&str]) -> Output {
         .env("TFRS_MASTER_KEY", master_key())
         .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
         .env("TFRS_TEST_REDIS_PASSWORD", REDIS_PASSWORD)
+        .env("TFRS_TEST_OPENAI_KEY", OPENAI_KEY)
         .env("ACME_OPENAI_API_KEY", "sk-test-acme-openai-key")
         .env_remove("OPERATOR_HELM_REPO_URL")
         .env_remove("OPERATOR_CHART_VERSION")
@@ -243,6 +246,9 @@ fn no_plaintext_secret_is_written() {
         generated.to_string(),
         tenant_generated.to_string(),
         "p@ss/w:rd#%'\"$x".to_owned(),
+        OPENAI_KEY.to_owned(),
+        "sk-file-anthropic-0042".to_owned(),
+        "literal-token-9d2".to_owned(),
     ];
     for fixture in RENDER_FIXTURES {
         let dir = tempfile::tempdir().unwrap();
@@ -601,4 +607,161 @@ fn tenant_credentials_open_to_the_derived_values() {
     let copies: Vec<&BTreeMap<String, String>> = opened.iter().filter(|(p, _)| p.ends_with("sealedsecret-cnb-registry-secret.yaml")).map(|(_, v)| v).collect();
     assert_eq!(copies.len(), 2);
     assert!(copies.iter().all(|c| c[".dockerconfigjson"] == copies[0][".dockerconfigjson"]));
+}
+
+/// Every SealedSecret of a rendered tree, opened by kubesealpy, by path below `components/`.
+fn unseal_all(python: &Path, out: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
+    let sealed: Vec<PathBuf> = read_tree(out).keys().filter(|p| p.contains("/sealedsecret-")).map(|p| out.join(p)).collect();
+    let script = "import json, sys\nfrom kubesealpy import Unsealer, SealedSecret\nu = Unsealer.from_private_key_file(sys.argv[1])\nprint(json.dumps({p.split('/components/')[1]: {k: v.decode() for k, v in u.unseal(SealedSecret.from_yaml(open(p).read())).get_data_decoded().items()} for p in sys.argv[2:]}))\n";
+    let output = Command::new(python).args(["-c", script]).arg(root().join("fixtures/demo/keys/sealed-secrets.key")).args(&sealed).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            out.push(u8::from_str_radix(&text[index + 1..index + 3], 16).unwrap());
+            index += 3;
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn confz_holds_the_same_credentials_as_the_middleware_secrets() {
+    let Some(python) = tool("python3", &["-c", "import kubesealpy"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-servers", &out);
+    let opened = unseal_all(&python, &out);
+    for (namespace, server) in [("umbrella", "everything"), ("umbrella", "tiny"), ("personal-research", "carol-bot"), ("personal-research", "dave-bot")] {
+        let secret = |component: &str, name: &str| opened[&format!("namespaces/{namespace}/{component}/sealedsecret-{name}.yaml")].clone();
+        let confz_text = &opened[&format!("namespaces/{namespace}/servers/{server}/config/sealedsecret-{server}-confz.yaml")]["config.toml"];
+        let confz: toml::Table = confz_text.parse().unwrap();
+        let pg = secret("postgresql", &format!("{namespace}-pg-credentials"));
+        assert_eq!(confz["postgresql"]["password"].as_str(), Some(pg["password"].as_str()), "{server}");
+        assert_eq!(confz["postgresql"]["user"].as_str(), Some("app_user"));
+        assert_eq!(confz["postgresql"]["dbname"].as_str(), Some(namespace));
+        assert_eq!(confz["postgresql"]["host"].as_str(), Some(format!("{namespace}-pg-rw").as_str()));
+        let redis = secret("redis", &format!("{namespace}-redis-credentials"));
+        assert_eq!(confz["redis"]["password"].as_str(), Some(redis["password"].as_str()));
+        assert_eq!(confz["redis"]["host"].as_str(), Some(format!("redis.{namespace}.svc.cluster.local").as_str()));
+        let mq = secret("rabbitmq", &format!("{namespace}-rabbitmq-credentials"));
+        let url = confz["celery"]["broker_url"].as_str().unwrap();
+        let rest = url.strip_prefix("amqp://").unwrap();
+        let (userinfo, host) = rest.rsplit_once('@').unwrap();
+        let (user, password) = userinfo.split_once(':').unwrap();
+        assert_eq!((percent_decode(user), percent_decode(password)), (mq["username"].clone(), mq["password"].clone()), "{url}");
+        assert_eq!(host, format!("rabbitmq.{namespace}.svc.cluster.local:5672/"));
+        if namespace == "umbrella" {
+            let ts = secret("timescaledb", "umbrella-ts-credentials");
+            assert_eq!(confz["timescaledb"]["password"].as_str(), Some(ts["password"].as_str()));
+            let env = &secret("minio", "umbrella-minio-env")["config.env"];
+            let root_password = env.lines().nth(1).unwrap().strip_prefix("export MINIO_ROOT_PASSWORD='").unwrap().trim_end_matches('\'');
+            assert_eq!(confz["cos"]["secret_key"].as_str(), Some(root_password));
+            assert_eq!(confz["cos"]["bucket"].as_str(), Some(server), "each server has its own bucket");
+        } else {
+            assert!(!confz.contains_key("cos") && !confz.contains_key("timescaledb"), "{server}: only enabled middleware");
+        }
+    }
+    // The hostile RabbitMQ password, percent-encoded.
+    let everything: toml::Table = opened["namespaces/umbrella/servers/everything/config/sealedsecret-everything-confz.yaml"]["config.toml"].parse().unwrap();
+    assert_eq!(everything["celery"]["broker_url"].as_str(), Some("amqp://celery%20user:p%40ss%2Fw%3Ard%23%25%3F%26%3D%2B%20x@rabbitmq.umbrella.svc.cluster.local:5672/"));
+    // confzData merged over the generated config: tables merge, values replace.
+    assert_eq!(everything["postgresql"]["port"].as_integer(), Some(6432));
+    assert_eq!(everything["postgresql"]["sslmode"].as_str(), Some("require"));
+    assert_eq!(everything["celery"]["broker_pool_limit"].as_integer(), Some(4));
+    assert_eq!(everything["robot"]["max_sessions"].as_integer(), Some(50));
+    // secretData from the environment, a file, a literal, and derived.
+    let secret = &opened["namespaces/umbrella/servers/everything/config/sealedsecret-everything-secret.yaml"];
+    assert_eq!(secret["OPENAI_API_KEY"], OPENAI_KEY);
+    assert_eq!(secret["ANTHROPIC_API_KEY"], "sk-file-anthropic-0042");
+    assert_eq!(secret["STATIC_TOKEN"], "literal-token-9d2");
+    let master = tfrs_gitops::secrets::MasterKey::from_hex(&master_key()).unwrap();
+    let generate = tfrs_gitops::spec::model::Generate { length: 64, charset: tfrs_gitops::spec::model::Charset::Hex, rotation: 0 };
+    assert_eq!(secret["SESSION_SECRET"], master.derive("cluster/robots/server/everything/secretData/SESSION_SECRET", &generate).as_str());
+}
+
+#[test]
+fn config_data_comes_out_byte_identical_and_injected_keys_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-servers", &out);
+    let config = |namespace: &str, server: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(out.join(format!("clusters/robots/components/namespaces/{namespace}/servers/{server}/config/configmap-{server}-config.yaml"))).unwrap();
+        tfrs_gitops::spec::yaml::parse(0, &text).unwrap()[0].to_json()["data"].clone()
+    };
+    let everything = config("umbrella", "everything");
+    assert_eq!(everything["TFS_YAML"], "key: value\n- item\n---\n{{ x }} {% y %} # not a comment");
+    assert_eq!(everything["TFS_FLAG"], "yes");
+    assert_eq!(everything["TFS_EMPTY"], "");
+    assert_eq!(everything["TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR"], "/mnt/cache", "the cache directory wins over configData");
+    assert_eq!(everything["TFS_ROBOT__DB_SCHEMA"], "umbrella_main");
+    assert!(config("umbrella", "tiny").get("TFS_ROBOT__DB_SCHEMA").is_none(), "enterprise schemas are not defaulted");
+    assert_eq!(config("personal-research", "carol-bot")["TFS_ROBOT__DB_SCHEMA"], "carol_bot");
+    assert_eq!(config("personal-research", "dave-bot")["TFS_ROBOT__DB_SCHEMA"], "dave_custom");
+    // In the containers too: an explicit env entry wins over envFrom.
+    for worker in ["api", "robot-worker"] {
+        let text = std::fs::read_to_string(out.join(format!("clusters/robots/components/namespaces/umbrella/servers/everything/{}/deployment-everything-{worker}.yaml", if worker == "api" { "api-worker" } else { "robot-worker" }))).unwrap();
+        let deployment = tfrs_gitops::spec::yaml::parse(0, &text).unwrap()[0].to_json();
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        let env: Vec<&serde_json::Value> = container["env"].as_array().unwrap().iter().filter(|e| e["name"] == "TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR").collect();
+        assert_eq!(env.len(), 1);
+        assert_eq!(env[0]["value"], "/mnt/cache");
+        assert!(container["volumeMounts"].as_array().unwrap().iter().any(|m| m["mountPath"] == "/mnt/cache"), "{worker}");
+        assert!(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"].is_string());
+    }
+}
+
+#[test]
+fn server_components_run_config_then_jobs_then_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-servers", &out);
+    let plan = plan(&out, "robots");
+    let depends_on = |id: &str| -> Vec<String> {
+        let component = plan["components"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("{id}"));
+        component["dependsOn"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_owned()).collect()
+    };
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    let s = |c: &str| format!("namespaces/umbrella/servers/everything/{c}");
+    let t = |c: &str| format!("namespaces/umbrella/{c}");
+    assert_eq!(depends_on(&s("config")), sorted(vec![t("namespace")]));
+    assert_eq!(depends_on(&s("db-init")), sorted(vec![s("config"), t("postgresql"), t("timescaledb")]));
+    assert_eq!(depends_on(&s("minio-init")), sorted(vec![s("config"), t("minio")]));
+    assert_eq!(depends_on(&s("grafana-sa")), sorted(vec![s("config"), t("grafana")]));
+    let workers = [s("config"), s("db-init"), s("grafana-sa"), s("minio-init"), t("rabbitmq"), t("redis"), t("shared-cache")];
+    assert_eq!(depends_on(&s("api-worker")), sorted(workers.to_vec()));
+    assert_eq!(depends_on(&s("robot-worker")), sorted(workers.to_vec()));
+    // Jobs switched off: the workers wait for the configuration and for what the jobs would
+    // have waited for.
+    let tiny = |c: &str| format!("namespaces/umbrella/servers/tiny/{c}");
+    let expected = ["grafana", "minio", "postgresql", "rabbitmq", "redis", "shared-cache", "timescaledb"].map(t);
+    assert_eq!(depends_on(&tiny("api-worker")), sorted(expected.into_iter().chain([tiny("config")]).collect()));
+    // A VirtualService routes the custom host on the cluster Gateway, which now lists it.
+    let vs = std::fs::read_to_string(out.join("clusters/robots/components/namespaces/umbrella/servers/everything/api-worker/virtualservice-everything.yaml")).unwrap();
+    assert!(vs.contains("bot.umbrella-corp.example.org") && vs.contains("istio-ingress/tfrs-gateway") && vs.contains("everything-api.umbrella.svc.cluster.local"), "{vs}");
+    let gateway = std::fs::read_to_string(out.join("clusters/robots/components/cluster/gateway/gateway-tfrs-gateway.yaml")).unwrap();
+    assert!(gateway.contains("bot.umbrella-corp.example.org"), "{gateway}");
+}
+
+#[test]
+fn invalid_confz_data_stops_the_render_naming_the_toml_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = tfrs(&["render", "fixtures/err-invalid-confz-toml", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("spec.confzData: invalid TOML (TOML line"), "{stderr}");
+    assert!(!out.exists());
 }
