@@ -181,6 +181,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn https_and_ssh_are_compiled_in() {
+        let version = git2::Version::get();
+        assert!(version.https() && version.ssh(), "docs/git.md promises both transports");
+    }
+
+    #[test]
     fn urls_and_paths_are_told_apart() {
         for url in ["https://git.example.com/a.git", "ssh://git@host/a.git", "file:///tmp/a.git", "git@github.com:org/repo.git"] {
             assert!(is_url(url), "{url}");
