@@ -234,9 +234,22 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
         });
     }
     for unit in &units {
-        let credentials = tenant::render(context, cluster, unit, &graph, &depths, &values, pull_secret.as_ref(), engine_namespace, &mut components);
+        let credentials =
+            tenant::render(context, cluster, unit, &graph, &depths, &values, pull_secret.as_ref(), engine_namespace, &mut components);
         for server in server::servers(spec, unit) {
-            server::render(context, cluster, unit, server, &credentials, &graph, &depths, &values, pull_secret.as_ref(), engine_namespace, &mut components);
+            server::render(
+                context,
+                cluster,
+                unit,
+                server,
+                &credentials,
+                &graph,
+                &depths,
+                &values,
+                pull_secret.as_ref(),
+                engine_namespace,
+                &mut components,
+            );
         }
     }
     if context.errors.len() > errors_before {

@@ -79,7 +79,8 @@ pub fn extend_graph(graph: &mut Graph, spec: &Spec, units: &[Unit<'_>]) {
         for server in servers(spec, unit) {
             let mut resolved: BTreeMap<&str, Vec<String>> = BTreeMap::new();
             for definition in DEFINITIONS {
-                let mut depends_on: Vec<String> = definition.after.iter().flat_map(|a| resolved.get(a).cloned().unwrap_or_default()).collect();
+                let mut depends_on: Vec<String> =
+                    definition.after.iter().flat_map(|a| resolved.get(a).cloned().unwrap_or_default()).collect();
                 for name in definition.after_tenant {
                     let id = tenant::component_id(&unit.namespace, name);
                     if graph.order().contains(&id) {
@@ -173,7 +174,8 @@ pub(crate) fn render(
     values["confz_dir"] = json!(CONFZ_DIR);
     values["confz_path"] = json!(format!("{CONFZ_DIR}/config.toml"));
     values["checksum"] = json!(checksum);
-    values["db_schema_sql"] = json!(format!("CREATE SCHEMA IF NOT EXISTS \"{}\" AUTHORIZATION {DATABASE_USER};", db_schema.replace('"', "\"\"")));
+    values["db_schema_sql"] =
+        json!(format!("CREATE SCHEMA IF NOT EXISTS \"{}\" AUTHORIZATION {DATABASE_USER};", db_schema.replace('"', "\"\"")));
     values["db_targets"] = json!(db_targets);
     values["db_secrets"] = json!(db_secrets);
     values["postgres_image"] = json!(tenant.postgresql.image);
@@ -192,7 +194,8 @@ pub(crate) fn render(
         };
         let mut component_values = values.clone();
         component_values["labels"] = labels(cluster_name, &id);
-        let objects = context.objects(&format!("server/{}.yaml", definition.name), &component_values, &scope, server.locate("metadata.name"));
+        let objects =
+            context.objects(&format!("server/{}.yaml", definition.name), &component_values, &scope, server.locate("metadata.name"));
         let mut secrets = Vec::new();
         if definition.name == "config" {
             let secret = |suffix: &str, data: BTreeMap<String, Zeroizing<Vec<u8>>>| PlainSecret {
@@ -282,11 +285,18 @@ pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Cre
     if let Some(password) = &credentials.redis {
         table.insert(
             "redis".into(),
-            section(vec![("host", text(&format!("redis.{namespace}.svc.cluster.local"))), ("port", Value::Integer(6379)), ("password", text(password))]),
+            section(vec![
+                ("host", text(&format!("redis.{namespace}.svc.cluster.local"))),
+                ("port", Value::Integer(6379)),
+                ("password", text(password)),
+            ]),
         );
     }
     if let Some((user, password)) = &credentials.rabbitmq {
-        table.insert("celery".into(), section(vec![("broker_url", text(&broker_url(user, password, &format!("rabbitmq.{namespace}.svc.cluster.local"), "/")))]));
+        table.insert(
+            "celery".into(),
+            section(vec![("broker_url", text(&broker_url(user, password, &format!("rabbitmq.{namespace}.svc.cluster.local"), "/")))]),
+        );
     }
     if let Some((user, password)) = &credentials.minio {
         table.insert(
@@ -344,7 +354,12 @@ pub fn percent_encode(text: &str) -> String {
 /// A checksum of everything the workers read, so a changed config rolls them. Keyed with the
 /// master key's fingerprint key when there is one (it covers secret values); without a master
 /// key only the ConfigMap counts.
-fn checksum(context: &Context<'_>, config: &BTreeMap<String, String>, secrets: &BTreeMap<String, Zeroizing<Vec<u8>>>, confz: &str) -> String {
+fn checksum(
+    context: &Context<'_>,
+    config: &BTreeMap<String, String>,
+    secrets: &BTreeMap<String, Zeroizing<Vec<u8>>>,
+    confz: &str,
+) -> String {
     let config_json = serde_json::to_string(config).unwrap_or_default();
     match context.master {
         Some(master) => {
@@ -370,7 +385,10 @@ mod tests {
 
     #[test]
     fn broker_urls_percent_encode_user_password_and_vhost() {
-        assert_eq!(broker_url("app", "p@ss/w:rd#%", "rabbitmq.ns.svc.cluster.local", "/"), "amqp://app:p%40ss%2Fw%3Ard%23%25@rabbitmq.ns.svc.cluster.local:5672/");
+        assert_eq!(
+            broker_url("app", "p@ss/w:rd#%", "rabbitmq.ns.svc.cluster.local", "/"),
+            "amqp://app:p%40ss%2Fw%3Ard%23%25@rabbitmq.ns.svc.cluster.local:5672/"
+        );
         assert_eq!(broker_url("a b", "x", "h", "tenant/a"), "amqp://a%20b:x@h:5672/tenant%2Fa");
     }
 
@@ -389,7 +407,10 @@ mod tests {
         assert_eq!(table["postgresql"]["password"].as_str(), Some("pg"));
         assert_eq!(table["redis"]["host"].as_str(), Some("redis.ns.svc.cluster.local"));
         assert_eq!(table["robot"]["name"].as_str(), Some("x"));
-        assert!(!table.contains_key("celery") && !table.contains_key("cos") && !table.contains_key("timescaledb"), "only enabled middleware");
+        assert!(
+            !table.contains_key("celery") && !table.contains_key("cos") && !table.contains_key("timescaledb"),
+            "only enabled middleware"
+        );
         assert_eq!(text, confz("bot", "ns", &spec, &credentials).unwrap(), "deterministic");
     }
 

@@ -191,7 +191,8 @@ pub(crate) fn render(
         };
         let mut component_values = values.clone();
         component_values["labels"] = labels(cluster_name, &id);
-        let objects = context.objects(&format!("tenant/{}.yaml", definition.name), &component_values, &scope, owner.locate("metadata.name"));
+        let objects =
+            context.objects(&format!("tenant/{}.yaml", definition.name), &component_values, &scope, owner.locate("metadata.name"));
         let mut secrets = secrets(definition.name, namespace, &credentials, pull);
         for secret in &mut secrets {
             super::cluster::add_secret_labels(secret, cluster_name, &id);
@@ -217,9 +218,11 @@ fn platform_namespaces(cluster: &ClusterSpec, engine_namespace: &str) -> Vec<Str
     if cluster.istio.enabled {
         namespaces.extend(["istio-system", "istio-ingress"]);
     }
-    for (enabled, namespace) in
-        [(cluster.operators.cnpg.enabled, "cnpg-system"), (cluster.operators.minio.enabled, "minio-operator"), (cluster.operators.rabbitmq.enabled, "rabbitmq-system")]
-    {
+    for (enabled, namespace) in [
+        (cluster.operators.cnpg.enabled, "cnpg-system"),
+        (cluster.operators.minio.enabled, "minio-operator"),
+        (cluster.operators.rabbitmq.enabled, "rabbitmq-system"),
+    ] {
         if enabled {
             namespaces.insert(namespace);
         }
@@ -289,31 +292,59 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
         "postgresql" => credentials
             .postgresql
             .iter()
-            .map(|p| secret(format!("{namespace}-pg-credentials"), "kubernetes.io/basic-auth", vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())]))
+            .map(|p| {
+                secret(
+                    format!("{namespace}-pg-credentials"),
+                    "kubernetes.io/basic-auth",
+                    vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())],
+                )
+            })
             .collect(),
         "timescaledb" => credentials
             .timescaledb
             .iter()
-            .map(|p| secret(format!("{namespace}-ts-credentials"), "kubernetes.io/basic-auth", vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())]))
+            .map(|p| {
+                secret(
+                    format!("{namespace}-ts-credentials"),
+                    "kubernetes.io/basic-auth",
+                    vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())],
+                )
+            })
             .collect(),
-        "redis" => credentials.redis.iter().map(|p| secret(format!("{namespace}-redis-credentials"), "Opaque", vec![("password", p.as_bytes())])).collect(),
+        "redis" => credentials
+            .redis
+            .iter()
+            .map(|p| secret(format!("{namespace}-redis-credentials"), "Opaque", vec![("password", p.as_bytes())]))
+            .collect(),
         "minio" => credentials
             .minio
             .iter()
             .map(|(user, password)| {
-                let env = Zeroizing::new(format!("export MINIO_ROOT_USER={}\nexport MINIO_ROOT_PASSWORD={}\n", shell_quote(user), shell_quote(password)));
+                let env = Zeroizing::new(format!(
+                    "export MINIO_ROOT_USER={}\nexport MINIO_ROOT_PASSWORD={}\n",
+                    shell_quote(user),
+                    shell_quote(password)
+                ));
                 secret(format!("{namespace}-minio-env"), "Opaque", vec![("config.env", env.as_bytes())])
             })
             .collect(),
         "rabbitmq" => credentials
             .rabbitmq
             .iter()
-            .map(|(user, password)| secret(format!("{namespace}-rabbitmq-credentials"), "Opaque", vec![("username", user.as_bytes()), ("password", password.as_bytes())]))
+            .map(|(user, password)| {
+                secret(
+                    format!("{namespace}-rabbitmq-credentials"),
+                    "Opaque",
+                    vec![("username", user.as_bytes()), ("password", password.as_bytes())],
+                )
+            })
             .collect(),
         "grafana" => credentials
             .grafana
             .iter()
-            .map(|p| secret(format!("{namespace}-grafana-admin"), "Opaque", vec![("admin-user", b"admin"), ("admin-password", p.as_bytes())]))
+            .map(|p| {
+                secret(format!("{namespace}-grafana-admin"), "Opaque", vec![("admin-user", b"admin"), ("admin-password", p.as_bytes())])
+            })
             .collect(),
         _ => Vec::new(),
     }

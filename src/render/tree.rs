@@ -66,7 +66,13 @@ pub fn cluster_dir(cluster: &str) -> String {
 /// across clusters that share one Argo CD.
 #[must_use]
 pub fn gitops_name(cluster: &str, component: &Component) -> String {
-    let tail = component.id.strip_prefix("cluster/").unwrap_or(&component.id).replace("namespaces/", "").replace("/servers/", "/").replace('/', "-");
+    let tail = component
+        .id
+        .strip_prefix("cluster/")
+        .unwrap_or(&component.id)
+        .replace("namespaces/", "")
+        .replace("/servers/", "/")
+        .replace('/', "-");
     format!("{cluster}-{tail}")
 }
 
