@@ -238,7 +238,10 @@ fn no_plaintext_secret_is_written() {
     let master = tfrs_gitops::secrets::MasterKey::from_hex(&master_key()).unwrap();
     let generated =
         master.derive("cluster/laptop/imageRegistry/password", &tfrs_gitops::spec::model::Generate { length: 24, ..Default::default() });
-    let tenant_generated = master.derive("cluster/full/namespace/globex/postgresql/password", &tfrs_gitops::spec::model::Generate { length: 48, ..Default::default() });
+    let tenant_generated = master.derive(
+        "cluster/full/namespace/globex/postgresql/password",
+        &tfrs_gitops::spec::model::Generate { length: 48, ..Default::default() },
+    );
     let secrets = [
         registry_file.trim_end_matches('\n').to_owned(),
         REGISTRY_PASSWORD.to_owned(),
@@ -524,13 +527,18 @@ fn tenants_get_the_names_consumers_rely_on() {
     assert!(has("cluster/image-registry", "SealedSecret", "tfr-image-credentials", "cnb-registry-secret"));
     assert!(has("namespaces/acme-corp/timescaledb", "Cluster", "acme-corp", "acme-corp-ts"));
     assert!(has("namespaces/acme-corp/namespace", "NetworkPolicy", "acme-corp", "deny-from-other-namespaces"));
-    assert!(!objects.iter().any(|(_, k, n, _)| k == "NetworkPolicy" && n == "personal-support"), "personal namespaces have no NetworkPolicy");
+    assert!(
+        !objects.iter().any(|(_, k, n, _)| k == "NetworkPolicy" && n == "personal-support"),
+        "personal namespaces have no NetworkPolicy"
+    );
     // alice and bob share `personal-support`: its middleware is rendered once.
     let shared = objects.iter().filter(|(_, k, n, _)| k == "Cluster" && n == "personal-support").count();
     assert_eq!(shared, 1);
-    let minio_service = std::fs::read_to_string(out.join("clusters/demo/components/namespaces/acme-corp/minio/service-minio.yaml")).unwrap();
+    let minio_service =
+        std::fs::read_to_string(out.join("clusters/demo/components/namespaces/acme-corp/minio/service-minio.yaml")).unwrap();
     assert!(minio_service.contains("port: 9000"), "{minio_service}");
-    let pg = std::fs::read_to_string(out.join("clusters/demo/components/namespaces/acme-corp/postgresql/cluster-acme-corp-pg.yaml")).unwrap();
+    let pg =
+        std::fs::read_to_string(out.join("clusters/demo/components/namespaces/acme-corp/postgresql/cluster-acme-corp-pg.yaml")).unwrap();
     assert!(pg.contains("database: acme-corp") && pg.contains("owner: app_user") && pg.contains("name: acme-corp-pg-credentials"), "{pg}");
 }
 
@@ -562,8 +570,11 @@ fn disabled_components_leave_no_dangling_reference() {
     let out = dir.path().join("out");
     render("render-enterprise-minimal", &out);
     let tree = read_tree(&out);
-    let components: std::collections::BTreeSet<&str> =
-        tree.keys().filter_map(|p| p.strip_prefix("clusters/small/components/namespaces/initech-prod/")).filter_map(|p| p.split('/').next()).collect();
+    let components: std::collections::BTreeSet<&str> = tree
+        .keys()
+        .filter_map(|p| p.strip_prefix("clusters/small/components/namespaces/initech-prod/"))
+        .filter_map(|p| p.split('/').next())
+        .collect();
     assert_eq!(components.into_iter().collect::<Vec<_>>(), ["grafana", "namespace", "otel-collector", "postgresql"]);
     for (path, content) in &tree {
         for gone in ["jaeger.initech-prod", "prometheus.initech-prod", "redis.initech-prod", "minio.initech-prod", "istio-system"] {
@@ -580,9 +591,15 @@ fn tenant_credentials_open_to_the_derived_values() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     render("demo", &out);
-    let sealed: Vec<PathBuf> = read_tree(&out).keys().filter(|p| p.contains("/namespaces/") && p.contains("/sealedsecret-")).map(|p| out.join(p)).collect();
+    let sealed: Vec<PathBuf> =
+        read_tree(&out).keys().filter(|p| p.contains("/namespaces/") && p.contains("/sealedsecret-")).map(|p| out.join(p)).collect();
     let script = "import json, sys\nfrom kubesealpy import Unsealer, SealedSecret\nu = Unsealer.from_private_key_file(sys.argv[1])\nprint(json.dumps({p.split('/components/')[1]: {k: v.decode() for k, v in u.unseal(SealedSecret.from_yaml(open(p).read())).get_data_decoded().items()} for p in sys.argv[2:]}))\n";
-    let output = Command::new(&python).args(["-c", script]).arg(root().join("fixtures/demo/keys/sealed-secrets.key")).args(&sealed).output().unwrap();
+    let output = Command::new(&python)
+        .args(["-c", script])
+        .arg(root().join("fixtures/demo/keys/sealed-secrets.key"))
+        .args(&sealed)
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let opened: BTreeMap<String, BTreeMap<String, String>> = serde_json::from_slice(&output.stdout).unwrap();
     let master = tfrs_gitops::secrets::MasterKey::from_hex(&master_key()).unwrap();
@@ -604,7 +621,8 @@ fn tenant_credentials_open_to_the_derived_values() {
     let grafana = &opened["namespaces/personal-support/grafana/sealedsecret-personal-support-grafana-admin.yaml"];
     assert_eq!(grafana["admin-password"], derive("cluster/demo/namespace/personal-support/grafana/adminPassword", default()));
     // The pull Secret copies hold the same value as the shared one.
-    let copies: Vec<&BTreeMap<String, String>> = opened.iter().filter(|(p, _)| p.ends_with("sealedsecret-cnb-registry-secret.yaml")).map(|(_, v)| v).collect();
+    let copies: Vec<&BTreeMap<String, String>> =
+        opened.iter().filter(|(p, _)| p.ends_with("sealedsecret-cnb-registry-secret.yaml")).map(|(_, v)| v).collect();
     assert_eq!(copies.len(), 2);
     assert!(copies.iter().all(|c| c[".dockerconfigjson"] == copies[0][".dockerconfigjson"]));
 }
@@ -613,7 +631,8 @@ fn tenant_credentials_open_to_the_derived_values() {
 fn unseal_all(python: &Path, out: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
     let sealed: Vec<PathBuf> = read_tree(out).keys().filter(|p| p.contains("/sealedsecret-")).map(|p| out.join(p)).collect();
     let script = "import json, sys\nfrom kubesealpy import Unsealer, SealedSecret\nu = Unsealer.from_private_key_file(sys.argv[1])\nprint(json.dumps({p.split('/components/')[1]: {k: v.decode() for k, v in u.unseal(SealedSecret.from_yaml(open(p).read())).get_data_decoded().items()} for p in sys.argv[2:]}))\n";
-    let output = Command::new(python).args(["-c", script]).arg(root().join("fixtures/demo/keys/sealed-secrets.key")).args(&sealed).output().unwrap();
+    let output =
+        Command::new(python).args(["-c", script]).arg(root().join("fixtures/demo/keys/sealed-secrets.key")).args(&sealed).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).unwrap()
 }
@@ -641,9 +660,12 @@ fn confz_holds_the_same_credentials_as_the_middleware_secrets() {
     let out = dir.path().join("out");
     render("render-servers", &out);
     let opened = unseal_all(&python, &out);
-    for (namespace, server) in [("umbrella", "everything"), ("umbrella", "tiny"), ("personal-research", "carol-bot"), ("personal-research", "dave-bot")] {
+    for (namespace, server) in
+        [("umbrella", "everything"), ("umbrella", "tiny"), ("personal-research", "carol-bot"), ("personal-research", "dave-bot")]
+    {
         let secret = |component: &str, name: &str| opened[&format!("namespaces/{namespace}/{component}/sealedsecret-{name}.yaml")].clone();
-        let confz_text = &opened[&format!("namespaces/{namespace}/servers/{server}/config/sealedsecret-{server}-confz.yaml")]["config.toml"];
+        let confz_text =
+            &opened[&format!("namespaces/{namespace}/servers/{server}/config/sealedsecret-{server}-confz.yaml")]["config.toml"];
         let confz: toml::Table = confz_text.parse().unwrap();
         let pg = secret("postgresql", &format!("{namespace}-pg-credentials"));
         assert_eq!(confz["postgresql"]["password"].as_str(), Some(pg["password"].as_str()), "{server}");
@@ -672,8 +694,12 @@ fn confz_holds_the_same_credentials_as_the_middleware_secrets() {
         }
     }
     // The hostile RabbitMQ password, percent-encoded.
-    let everything: toml::Table = opened["namespaces/umbrella/servers/everything/config/sealedsecret-everything-confz.yaml"]["config.toml"].parse().unwrap();
-    assert_eq!(everything["celery"]["broker_url"].as_str(), Some("amqp://celery%20user:p%40ss%2Fw%3Ard%23%25%3F%26%3D%2B%20x@rabbitmq.umbrella.svc.cluster.local:5672/"));
+    let everything: toml::Table =
+        opened["namespaces/umbrella/servers/everything/config/sealedsecret-everything-confz.yaml"]["config.toml"].parse().unwrap();
+    assert_eq!(
+        everything["celery"]["broker_url"].as_str(),
+        Some("amqp://celery%20user:p%40ss%2Fw%3Ard%23%25%3F%26%3D%2B%20x@rabbitmq.umbrella.svc.cluster.local:5672/")
+    );
     // confzData merged over the generated config: tables merge, values replace.
     assert_eq!(everything["postgresql"]["port"].as_integer(), Some(6432));
     assert_eq!(everything["postgresql"]["sslmode"].as_str(), Some("require"));
@@ -695,7 +721,10 @@ fn config_data_comes_out_byte_identical_and_injected_keys_win() {
     let out = dir.path().join("out");
     render("render-servers", &out);
     let config = |namespace: &str, server: &str| -> serde_json::Value {
-        let text = std::fs::read_to_string(out.join(format!("clusters/robots/components/namespaces/{namespace}/servers/{server}/config/configmap-{server}-config.yaml"))).unwrap();
+        let text = std::fs::read_to_string(
+            out.join(format!("clusters/robots/components/namespaces/{namespace}/servers/{server}/config/configmap-{server}-config.yaml")),
+        )
+        .unwrap();
         tfrs_gitops::spec::yaml::parse(0, &text).unwrap()[0].to_json()["data"].clone()
     };
     let everything = config("umbrella", "everything");
@@ -709,10 +738,15 @@ fn config_data_comes_out_byte_identical_and_injected_keys_win() {
     assert_eq!(config("personal-research", "dave-bot")["TFS_ROBOT__DB_SCHEMA"], "dave_custom");
     // In the containers too: an explicit env entry wins over envFrom.
     for worker in ["api", "robot-worker"] {
-        let text = std::fs::read_to_string(out.join(format!("clusters/robots/components/namespaces/umbrella/servers/everything/{}/deployment-everything-{worker}.yaml", if worker == "api" { "api-worker" } else { "robot-worker" }))).unwrap();
+        let text = std::fs::read_to_string(out.join(format!(
+            "clusters/robots/components/namespaces/umbrella/servers/everything/{}/deployment-everything-{worker}.yaml",
+            if worker == "api" { "api-worker" } else { "robot-worker" }
+        )))
+        .unwrap();
         let deployment = tfrs_gitops::spec::yaml::parse(0, &text).unwrap()[0].to_json();
         let container = &deployment["spec"]["template"]["spec"]["containers"][0];
-        let env: Vec<&serde_json::Value> = container["env"].as_array().unwrap().iter().filter(|e| e["name"] == "TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR").collect();
+        let env: Vec<&serde_json::Value> =
+            container["env"].as_array().unwrap().iter().filter(|e| e["name"] == "TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR").collect();
         assert_eq!(env.len(), 1);
         assert_eq!(env[0]["value"], "/mnt/cache");
         assert!(container["volumeMounts"].as_array().unwrap().iter().any(|m| m["mountPath"] == "/mnt/cache"), "{worker}");
@@ -749,8 +783,16 @@ fn server_components_run_config_then_jobs_then_workers() {
     let expected = ["grafana", "minio", "postgresql", "rabbitmq", "redis", "shared-cache", "timescaledb"].map(t);
     assert_eq!(depends_on(&tiny("api-worker")), sorted(expected.into_iter().chain([tiny("config")]).collect()));
     // A VirtualService routes the custom host on the cluster Gateway, which now lists it.
-    let vs = std::fs::read_to_string(out.join("clusters/robots/components/namespaces/umbrella/servers/everything/api-worker/virtualservice-everything.yaml")).unwrap();
-    assert!(vs.contains("bot.umbrella-corp.example.org") && vs.contains("istio-ingress/tfrs-gateway") && vs.contains("everything-api.umbrella.svc.cluster.local"), "{vs}");
+    let vs = std::fs::read_to_string(
+        out.join("clusters/robots/components/namespaces/umbrella/servers/everything/api-worker/virtualservice-everything.yaml"),
+    )
+    .unwrap();
+    assert!(
+        vs.contains("bot.umbrella-corp.example.org")
+            && vs.contains("istio-ingress/tfrs-gateway")
+            && vs.contains("everything-api.umbrella.svc.cluster.local"),
+        "{vs}"
+    );
     let gateway = std::fs::read_to_string(out.join("clusters/robots/components/cluster/gateway/gateway-tfrs-gateway.yaml")).unwrap();
     assert!(gateway.contains("bot.umbrella-corp.example.org"), "{gateway}");
 }
