@@ -182,7 +182,11 @@ fn a_changed_version_changes_only_its_files() {
     let spec = sandbox.fixture("render-sops-docker-desktop", "laptop");
     sandbox.commit(&spec, &repo, &[]);
     let before = tip(&repo, "main");
-    edit(&spec.join("spec.yaml"), "  tfrsOperator: { enabled: true }\n", "  tfrsOperator: { enabled: true }\n  certManager: { version: v1.99.0 }\n");
+    edit(
+        &spec.join("spec.yaml"),
+        "  tfrsOperator: { enabled: true }\n",
+        "  tfrsOperator: { enabled: true }\n  certManager: { version: v1.99.0 }\n",
+    );
     let out = sandbox.commit(&spec, &repo, &["--message", "Bump cert-manager"]);
     assert!(out.contains("laptop cluster/cert-manager: 0 added, 1 changed, 0 removed"), "{out}");
     let after = tip(&repo, "main");
@@ -205,10 +209,7 @@ fn a_rotated_secret_is_named_in_the_message_but_never_its_value() {
     sandbox.commit(&spec, &repo, &[]);
     std::fs::write(spec.join("secrets/registry-password.txt"), "rotated-dev-only-token-0123456789\n").expect("write");
     let out = sandbox.commit(&spec, &repo, &[]);
-    assert!(
-        out.contains("changed SealedSecret tfr-image-credentials/cnb-registry-secret (secret .dockerconfigjson rotated)"),
-        "{out}"
-    );
+    assert!(out.contains("changed SealedSecret tfr-image-credentials/cnb-registry-secret (secret .dockerconfigjson rotated)"), "{out}");
     let secrets = plaintexts(&sandbox, &repo, &spec.join("keys"));
     assert!(secrets.iter().any(|s| s == "rotated-dev-only-token-0123456789"), "the scan knows the new value: {}", secrets.len());
     let mut all = secrets;
@@ -367,7 +368,11 @@ fn diff_exit_codes_and_formats() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "no changes against `main`\n");
 
     // A version bump (plain diff) and a new registry user (a rotated sealed value).
-    edit(&spec.join("spec.yaml"), "  tfrsOperator: { enabled: true }\n", "  tfrsOperator: { enabled: true }\n  certManager: { version: v1.99.0 }\n");
+    edit(
+        &spec.join("spec.yaml"),
+        "  tfrsOperator: { enabled: true }\n",
+        "  tfrsOperator: { enabled: true }\n  certManager: { version: v1.99.0 }\n",
+    );
     edit(&spec.join("spec.yaml"), "username: { value: dev }", "username: { value: developer }");
     let committed = tip(&repo, "main");
     for format in ["text", "markdown", "json"] {
@@ -378,7 +383,8 @@ fn diff_exit_codes_and_formats() {
         assert!(!text.contains("ENC[") && !text.contains("BEGIN AGE"), "no ciphertext: {text}");
         insta::assert_snapshot!(format!("diff_{format}"), text);
     }
-    let json: serde_json::Value = serde_json::from_slice(&sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--format", "json"]).stdout).expect("json");
+    let json: serde_json::Value =
+        serde_json::from_slice(&sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--format", "json"]).stdout).expect("json");
     assert_eq!(json["commit"], committed.to_string());
     assert_eq!(tip(&repo, "main"), committed, "diff never writes");
 

@@ -45,7 +45,8 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     };
     let (repo, is_url) = open(&args.repo)?;
     let author = Author::resolve(args.author.as_deref(), &repo, &|name| std::env::var(name).ok())?;
-    let push = (args.push || is_url).then(|| Push { remote: if is_url { "origin".to_owned() } else { args.remote.clone() }, follow_remote: is_url });
+    let push = (args.push || is_url)
+        .then(|| Push { remote: if is_url { "origin".to_owned() } else { args.remote.clone() }, follow_remote: is_url });
     let options = CommitOptions {
         branch: args.branch.clone(),
         message: args.message.clone(),

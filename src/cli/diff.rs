@@ -191,7 +191,10 @@ fn markdown(found: &Diff, reference: &str) -> String {
         }
     }
     if left_out > 0 {
-        out.push_str(&format!("_{left_out} more object{} not shown (comment size limit); run `tfrs diff` for all of them._\n", if left_out == 1 { "" } else { "s" }));
+        out.push_str(&format!(
+            "_{left_out} more object{} not shown (comment size limit); run `tfrs diff` for all of them._\n",
+            if left_out == 1 { "" } else { "s" }
+        ));
     }
     out
 }

@@ -275,9 +275,7 @@ pub fn commit(repo: &Repository, options: &CommitOptions<'_>, render: &mut Rende
         });
     }
     Err(match &options.push {
-        Some(push) if !last_rejection.is_empty() => {
-            Error::PushRejected { remote: push.remote.clone(), attempts, reason: last_rejection }
-        }
+        Some(push) if !last_rejection.is_empty() => Error::PushRejected { remote: push.remote.clone(), attempts, reason: last_rejection },
         _ => Error::Contended { branch: branch.to_owned(), attempts },
     })
 }
@@ -292,7 +290,8 @@ mod tests {
             ("clusters/c/kustomization.yaml".to_owned(), b"resources: []\n".to_vec()),
             (
                 "clusters/c/components/cluster/app/configmap-app.yaml".to_owned(),
-                format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: apps\ndata:\n  version: \"{version}\"\n").into_bytes(),
+                format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: apps\ndata:\n  version: \"{version}\"\n")
+                    .into_bytes(),
             ),
         ]
         .into()
@@ -305,7 +304,9 @@ mod tests {
     }
 
     fn run(repo: &Repository, options: &CommitOptions<'_>, version: &str) -> Outcome {
-        let mut step = |_: &dyn Fn(&str) -> Option<Json>| -> Result<Option<Files>, Box<dyn std::error::Error + Send + Sync>> { Ok(Some(files(version))) };
+        let mut step = |_: &dyn Fn(&str) -> Option<Json>| -> Result<Option<Files>, Box<dyn std::error::Error + Send + Sync>> {
+            Ok(Some(files(version)))
+        };
         commit(repo, options, &mut step).expect("commits")
     }
 
@@ -361,7 +362,8 @@ mod tests {
             foreign_commit(&repo, "main", &format!("other-{}", counter.get()));
         };
         let options = CommitOptions { before_update: Some(&hook), attempts: 3, ..CommitOptions::default() };
-        let mut step = |_: &dyn Fn(&str) -> Option<Json>| -> Result<Option<Files>, Box<dyn std::error::Error + Send + Sync>> { Ok(Some(files("2"))) };
+        let mut step =
+            |_: &dyn Fn(&str) -> Option<Json>| -> Result<Option<Files>, Box<dyn std::error::Error + Send + Sync>> { Ok(Some(files("2"))) };
         let error = commit(&repo, &options, &mut step).expect_err("gives up");
         assert_eq!(error.to_string(), "`main` kept moving under us: gave up after 3 attempts; nothing was lost, run again");
     }

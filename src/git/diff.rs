@@ -150,11 +150,8 @@ impl Counts {
             Change::Changed => self.changed += 1,
             Change::Removed => self.removed += 1,
         }
-        self.secrets += entry
-            .sealed
-            .iter()
-            .filter(|s| matches!(s.change, SealedChange::Added | SealedChange::Changed | SealedChange::Removed))
-            .count();
+        self.secrets +=
+            entry.sealed.iter().filter(|s| matches!(s.change, SealedChange::Added | SealedChange::Changed | SealedChange::Removed)).count();
     }
 }
 
@@ -291,7 +288,9 @@ fn items(files: &Files) -> BTreeMap<Key, Item> {
             .unwrap_or_default()
             .iter()
             .map(crate::spec::yaml::Node::to_json)
-            .filter(|json| json.get("kind").and_then(Json::as_str).is_some() && json.pointer("/metadata/name").and_then(Json::as_str).is_some())
+            .filter(|json| {
+                json.get("kind").and_then(Json::as_str).is_some() && json.pointer("/metadata/name").and_then(Json::as_str).is_some()
+            })
             .collect();
         if objects.is_empty() {
             let item = Item {
@@ -538,7 +537,10 @@ spec:
 
     #[test]
     fn objects_are_grouped_by_component_and_files_by_path() {
-        let old = files(&[("clusters/c/plan.json", "{\"a\":1}\n"), ("clusters/c/gitops/kustomization-c-app.yaml", "kind: Kustomization\nmetadata:\n  name: c-app\n  namespace: flux-system\n")]);
+        let old = files(&[
+            ("clusters/c/plan.json", "{\"a\":1}\n"),
+            ("clusters/c/gitops/kustomization-c-app.yaml", "kind: Kustomization\nmetadata:\n  name: c-app\n  namespace: flux-system\n"),
+        ]);
         let new = files(&[("clusters/c/plan.json", "{\"a\":2}\n")]);
         let found = diff(&old, &new);
         let components: Vec<(String, String)> = found.components().into_iter().map(|(k, _)| k).collect();
