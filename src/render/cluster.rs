@@ -2,7 +2,7 @@
 
 use super::check::Scope;
 use super::graph::Graph;
-use super::{Component, Context, RenderedCluster, labels, server, tenant};
+use super::{Component, Context, Frame, RenderedCluster, labels, server, tenant};
 use crate::secrets::{PlainSecret, Scope as SealScope};
 use crate::spec::check::tenant_namespace;
 use crate::spec::model::{ClusterSpec, GitopsEngine, Issuer, SealingBackend};
@@ -233,23 +233,11 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
             secrets,
         });
     }
+    let frame = Frame { cluster, graph: &graph, depths: &depths, base: &values, pull: pull_secret.as_ref(), engine_namespace };
     for unit in &units {
-        let credentials =
-            tenant::render(context, cluster, unit, &graph, &depths, &values, pull_secret.as_ref(), engine_namespace, &mut components);
+        let credentials = tenant::render(context, &frame, unit, &mut components);
         for server in server::servers(spec, unit) {
-            server::render(
-                context,
-                cluster,
-                unit,
-                server,
-                &credentials,
-                &graph,
-                &depths,
-                &values,
-                pull_secret.as_ref(),
-                engine_namespace,
-                &mut components,
-            );
+            server::render(context, &frame, unit, server, &credentials, &mut components);
         }
     }
     if context.errors.len() > errors_before {

@@ -116,6 +116,22 @@ pub fn render(
     if context.errors.is_empty() { Ok(Rendered { clusters, warnings: context.warnings }) } else { Err(context.errors) }
 }
 
+/// What every component of one cluster is rendered against.
+pub(crate) struct Frame<'a> {
+    /// The cluster.
+    pub(crate) cluster: &'a Object<crate::spec::model::ClusterSpec>,
+    /// The whole component graph.
+    pub(crate) graph: &'a Graph,
+    /// Depth of every component.
+    pub(crate) depths: &'a BTreeMap<String, usize>,
+    /// Values every template sees.
+    pub(crate) base: &'a Json,
+    /// The pull Secret, when the registry has credentials.
+    pub(crate) pull: Option<&'a PlainSecret>,
+    /// `flux-system` or `argocd`.
+    pub(crate) engine_namespace: &'a str,
+}
+
 /// State shared while rendering: the template environment, secret inputs, collected problems.
 pub(crate) struct Context<'a> {
     pub(crate) env: &'a minijinja::Environment<'static>,

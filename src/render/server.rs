@@ -4,9 +4,9 @@
 use super::check::Scope;
 use super::graph::Graph;
 use super::tenant::{self, Credentials, DATABASE_USER, Unit};
-use super::{Component, Context, labels};
+use super::{Component, Context, Frame, labels};
 use crate::secrets::PlainSecret;
-use crate::spec::model::{ClusterSpec, ServerSpec, TenantSpec, TenantType};
+use crate::spec::model::{ServerSpec, TenantSpec, TenantType};
 use crate::spec::{Object, Spec};
 use serde_json::{Value as Json, json};
 use sha2::{Digest as _, Sha256};
@@ -107,20 +107,15 @@ pub fn host(server: &Object<ServerSpec>, domain: &str) -> String {
 }
 
 /// Renders every component of one server.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn render(
     context: &mut Context<'_>,
-    cluster: &Object<ClusterSpec>,
+    frame: &Frame<'_>,
     unit: &Unit<'_>,
     server: &Object<ServerSpec>,
     credentials: &Credentials,
-    graph: &Graph,
-    depths: &BTreeMap<String, usize>,
-    base: &Json,
-    pull: Option<&PlainSecret>,
-    engine_namespace: &str,
     components: &mut Vec<Component>,
 ) {
+    let Frame { cluster, graph, depths, base, pull, engine_namespace } = *frame;
     let cluster_name = cluster.name();
     let namespace = unit.namespace.as_str();
     let name = server.name();

@@ -5,7 +5,7 @@
 use super::check::Scope;
 use super::cluster::ARGOCD_NAMESPACE;
 use super::graph::Graph;
-use super::{Component, Context, labels};
+use super::{Component, Context, Frame, labels};
 use crate::secrets::PlainSecret;
 use crate::spec::check::tenant_namespace;
 use crate::spec::model::{ClusterSpec, SecretSource, TenantSpec, TenantType};
@@ -145,17 +145,8 @@ impl std::fmt::Debug for Credentials {
 }
 
 /// Renders the components of one namespace. Returns its middleware credentials.
-pub(crate) fn render(
-    context: &mut Context<'_>,
-    cluster: &Object<ClusterSpec>,
-    unit: &Unit<'_>,
-    graph: &Graph,
-    depths: &BTreeMap<String, usize>,
-    base: &Json,
-    pull: Option<&PlainSecret>,
-    engine_namespace: &str,
-    components: &mut Vec<Component>,
-) -> Credentials {
+pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'_>, components: &mut Vec<Component>) -> Credentials {
+    let Frame { cluster, graph, depths, base, pull, engine_namespace } = *frame;
     let cluster_name = cluster.name();
     let namespace = unit.namespace.as_str();
     let owner = unit.owner;
