@@ -265,6 +265,8 @@ struct Item {
     name: Option<String>,
     /// The raw content (JSON of the object, or the file's bytes) for equality.
     raw: Vec<u8>,
+    /// The whole file's bytes: a change of layout alone is a change too.
+    file: Vec<u8>,
     /// Masked YAML (objects) or text (files).
     text: String,
     sealed: BTreeMap<String, Sealed>,
@@ -299,6 +301,7 @@ fn items(files: &Files) -> BTreeMap<Key, Item> {
                 namespace: None,
                 name: None,
                 raw: bytes.clone(),
+                file: bytes.clone(),
                 text: if std::str::from_utf8(bytes).is_ok() { text.into_owned() } else { "<binary>\n".to_owned() },
                 sealed: BTreeMap::new(),
             };
@@ -318,6 +321,7 @@ fn items(files: &Files) -> BTreeMap<Key, Item> {
                 namespace,
                 name: Some(name),
                 raw: object.to_string().into_bytes(),
+                file: bytes.clone(),
                 text,
                 sealed,
             };
@@ -436,7 +440,7 @@ pub fn diff(old: &Files, new: &Files) -> Diff {
         let change = match (a, b) {
             (None, Some(_)) => Change::Added,
             (Some(_), None) => Change::Removed,
-            (Some(a), Some(b)) if a.raw == b.raw => continue,
+            (Some(a), Some(b)) if a.raw == b.raw && a.file == b.file => continue,
             _ => Change::Changed,
         };
         let Some(item) = b.or(a) else { continue };
@@ -533,6 +537,13 @@ spec:
         assert_eq!(entry.sealed, vec![SealedValue { key: "token".to_owned(), change: SealedChange::Added }]);
         assert!(!entry.diff.contains("abc") && !entry.diff.contains("mac]") && !entry.diff.contains("2026"), "{}", entry.diff);
         assert!(entry.diff.contains("+  token: <sealed>"), "{}", entry.diff);
+    }
+
+    #[test]
+    fn a_change_of_layout_alone_is_a_change() {
+        let old = files(&[(PATH, SEALED)]);
+        let new = files(&[(PATH, &SEALED.replace("metadata:\n  name: creds\n", "metadata:\n  name: \"creds\"\n"))]);
+        assert_eq!(diff(&old, &new).entries.len(), 1);
     }
 
     #[test]
