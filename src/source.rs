@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 /// Directories never searched for specs: they hold overlays, keys and templates.
 const SKIPPED_DIRECTORIES: &[&str] = &["overlays", "keys", "templates", "secrets"];
 
+/// The marker file at the root of every tree `tfrs render` writes.
+pub const RENDERED_MARKER: &str = ".tfrs-output";
+
 /// Errors reading inputs.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -112,7 +115,9 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), Error> {
     for path in paths {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if path.is_dir() {
-            if !name.starts_with('.') && !SKIPPED_DIRECTORIES.contains(&name.as_str()) {
+            // NB: a tree tfrs rendered (it holds the `.tfrs-output` marker) is output, not input,
+            // even when `--out` points inside an input directory.
+            if !name.starts_with('.') && !SKIPPED_DIRECTORIES.contains(&name.as_str()) && !path.join(RENDERED_MARKER).exists() {
                 walk(&path, files)?;
             }
         } else if is_yaml(&path) && !name.starts_with('.') {

@@ -223,7 +223,7 @@ fn hostile_strings_come_out_as_the_same_strings() {
     );
     expect("/spec/source/targetRevision", "main'\"{{ 7*7 }}{% if true %}x{% endif %}");
     expect("/spec/acme/email", "ops@example.com\"\n  injected: true");
-    expect("/spec/source/helm/valuesObject/image/tag", "v1 }}\n{{ cluster }}: \"yes\"");
+    expect("/spec/source/helm/valuesObject/image/tag", "v1.2.3_rc-1");
     expect("tkeClbId", "lb-1: {a: b} # not a comment\n... ---");
     let plan: serde_json::Value = serde_json::from_str(&tree["clusters/hostile/plan.json"]).unwrap();
     let planned: usize = plan["components"].as_array().unwrap().iter().map(|c| c["objects"].as_array().unwrap().len()).sum();
@@ -282,7 +282,7 @@ fn a_failed_render_leaves_the_previous_tree() {
         .env_remove("TFRS_MASTER_KEY")
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    assert_eq!(output.status.code(), Some(2), "an environment problem: {}", report(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("fixtures/render-argocd-tke/spec.yaml:") && stderr.contains("spec.imageRegistry.password"), "{stderr}");
     assert!(stderr.contains("TFRS_TEST_REGISTRY_PASSWORD"), "{stderr}");
@@ -806,4 +806,146 @@ fn invalid_confz_data_stops_the_render_naming_the_toml_line() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("spec.confzData: invalid TOML (TOML line"), "{stderr}");
     assert!(!out.exists());
+}
+
+/// A copy of a fixture in a temp dir, to change.
+fn copy_fixture(fixture: &str, dir: &Path) -> PathBuf {
+    let target = dir.join(fixture);
+    for (path, content) in read_tree(&root().join("fixtures").join(fixture)) {
+        let destination = target.join(path);
+        std::fs::create_dir_all(destination.parent().unwrap()).unwrap();
+        std::fs::write(destination, content).unwrap();
+    }
+    target
+}
+
+#[test]
+fn environment_problems_exit_2_and_name_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // No master key: every generated secret is named, and the exit code is the environment's.
+    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+        .args(["render", "fixtures/demo", "--out", out.to_str().unwrap()])
+        .current_dir(root())
+        .env_remove("TFRS_MASTER_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("fixtures/demo/tenants.yaml:17:15: spec.postgresql.password: generated secrets need a master key"), "{stderr}");
+    assert!(!out.exists());
+    // A bad seed-002 override names the variable.
+    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+        .args(["render", "fixtures/render-argocd-tke", "--out", out.to_str().unwrap()])
+        .current_dir(root())
+        .env("TFRS_MASTER_KEY", master_key())
+        .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
+        .env("OPERATOR_HELM_REPO_URL", "https://charts.example.com/tfrs")
+        .env("OPERATOR_CHART_VERSION", "latest")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("spec.tfrsOperator.chart: expected an OCI chart reference") && stderr.contains("`OPERATOR_HELM_REPO_URL`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("spec.tfrsOperator.version: expected a version") && stderr.contains("`OPERATOR_CHART_VERSION`"), "{stderr}");
+    // Valid overrides win over the spec.
+    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+        .args(["render", "fixtures/render-argocd-tke", "--out", out.to_str().unwrap()])
+        .current_dir(root())
+        .env("TFRS_MASTER_KEY", master_key())
+        .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
+        .env("OPERATOR_HELM_REPO_URL", "oci://registry.example.com/charts/tfrs-operator")
+        .env("OPERATOR_CHART_VERSION", "0.6.1")
+        .env("OPERATOR_IMAGE_TAG", "v0.6.1-hotfix")
+        .env("OPERATOR_RELEASE_NAME", "tfrs-op")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let app =
+        std::fs::read_to_string(out.join("clusters/prod-sh/components/cluster/tfrs-operator/application-prod-sh-tfrs-op.yaml")).unwrap();
+    for expected in [
+        "repoURL: oci://registry.example.com/charts/tfrs-operator",
+        "targetRevision: \"0.6.1\"",
+        "tag: v0.6.1-hotfix",
+        "releaseName: tfrs-op",
+    ] {
+        assert!(app.contains(expected), "{expected}: {app}");
+    }
+    // The release namespace is rendered, so the sealed pull Secret has somewhere to land.
+    assert!(out.join("clusters/prod-sh/components/cluster/tfrs-operator/namespace-tfrs-operator-system.yaml").exists());
+    // A non-UTF-8 credential file is an error, never altered.
+    let spec_dir = copy_fixture("demo", dir.path());
+    std::fs::write(spec_dir.join("secrets/registry-password.txt"), b"token\xff\xfe\n").unwrap();
+    let output = tfrs(&["render", spec_dir.to_str().unwrap(), "--out", dir.path().join("out2").to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("spec.imageRegistry.password: the value is not UTF-8 text"),
+        "{}",
+        report(&output)
+    );
+    // A missing certificate is located.
+    std::fs::remove_file(spec_dir.join("keys/sealed-secrets.pem")).unwrap();
+    std::fs::write(spec_dir.join("secrets/registry-password.txt"), b"token\n").unwrap();
+    let output = tfrs(&["render", spec_dir.to_str().unwrap(), "--out", dir.path().join("out3").to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cluster.yaml:") && stderr.contains(": spec.sealing.certFile: cannot read"), "{stderr}");
+}
+
+#[test]
+fn the_output_directory_is_resolved_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    // `--out` inside an input directory: the rendered tree is never read back as specs.
+    let spec_dir = copy_fixture("render-minimal", dir.path());
+    let inside = spec_dir.join("out");
+    let first = tfrs(&["render", spec_dir.to_str().unwrap(), "--out", inside.to_str().unwrap()]);
+    assert_eq!(first.status.code(), Some(0), "{}", report(&first));
+    let again = tfrs(&["render", spec_dir.to_str().unwrap(), "--out", inside.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", report(&again));
+    // The working directory (or a parent of it) cannot be swapped out, and nothing is left behind.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+        .args(["render"])
+        .arg(root().join("fixtures/render-minimal"))
+        .args(["--out", "."])
+        .current_dir(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("contains the working directory"), "{}", report(&output));
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no sibling left behind");
+    // A symlinked `--out` renders into its target.
+    let target = dir.path().join("target");
+    std::os::unix::fs::symlink(&target, dir.path().join("link")).unwrap();
+    std::fs::create_dir(&target).unwrap();
+    let output = tfrs(&["render", "fixtures/render-minimal", "--out", dir.path().join("link").to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    assert!(target.join("clusters/bare/plan.json").exists());
+    assert!(dir.path().join("link").symlink_metadata().unwrap().file_type().is_symlink());
+}
+
+#[test]
+fn rendering_other_clusters_into_a_directory_warns_about_the_ones_it_removes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-minimal", &out);
+    let output = render("render-sops-docker-desktop", &out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("warning: removing `clusters/bare/`: cluster `bare` is not in the inputs"), "{stderr}");
+    assert!(!out.join("clusters/bare").exists());
+}
+
+#[test]
+fn graph_of_several_clusters_is_one_document() {
+    let output = tfrs(&["graph", "fixtures/render-minimal", "fixtures/render-sops-docker-desktop", "--format", "dot"]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(text.matches("digraph").count(), 1, "{text}");
+    assert!(text.contains("\"laptop:cluster/istiod\" -> \"laptop:cluster/istio-ingress\""), "{text}");
+    assert!(text.contains("\"bare:cluster/image-registry\""), "{text}");
 }

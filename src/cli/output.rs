@@ -12,8 +12,41 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The marker file at the root of every directory tfrs renders.
-pub const MARKER: &str = ".tfrs-output";
+pub const MARKER: &str = crate::source::RENDERED_MARKER;
 const MARKER_TEXT: &str = "This directory is written by `tfrs render`; it is replaced whole on every render.\n";
+
+/// The output directory as an absolute path with symlinks resolved (a symlinked `--out` renders
+/// into its target; `--out .` names the directory, not `.`).
+///
+/// # Errors
+///
+/// An output directory that contains the working directory (it could not be swapped out), or
+/// an unreadable working directory.
+pub fn resolve(out: &Path) -> anyhow::Result<PathBuf> {
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let absolute = if out.exists() {
+        fs::canonicalize(out).with_context(|| format!("cannot resolve `{}`", out.display()))?
+    } else {
+        let mut path = PathBuf::new();
+        for component in cwd.join(out).components() {
+            match component {
+                std::path::Component::CurDir => {}
+                std::path::Component::ParentDir => {
+                    path.pop();
+                }
+                other => path.push(other),
+            }
+        }
+        path
+    };
+    if fs::canonicalize(&cwd).unwrap_or(cwd).starts_with(&absolute) {
+        bail!(
+            "`{}` contains the working directory, so it cannot be replaced; render into a directory of its own, e.g. `--out out/`",
+            out.display()
+        );
+    }
+    Ok(absolute)
+}
 
 fn sibling(out: &Path, suffix: &str) -> PathBuf {
     let name = out.file_name().map_or_else(|| "out".to_owned(), |n| n.to_string_lossy().into_owned());

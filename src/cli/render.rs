@@ -87,8 +87,16 @@ pub fn render_tree(
     let secret_inputs = inputs::OsInputs;
     let rendered = match render(spec, bundle, &options, &secret_inputs, master.as_ref()) {
         Ok(rendered) => rendered,
-        Err(errors) => {
-            report(&errors, bundle)?;
+        Err(problems) if problems.environment => {
+            // NB: an environment problem (no master key, an unset variable) exits 2, like any
+            // other environment error; the report still names each field.
+            let mut stderr = std::io::stderr().lock();
+            stderr.write_all(crate::spec::diagnostic::render(&problems.diagnostics, bundle).as_bytes())?;
+            let count = problems.diagnostics.len();
+            bail!("{count} problem{} with the render environment; nothing was written", if count == 1 { "" } else { "s" });
+        }
+        Err(problems) => {
+            report(&problems.diagnostics, bundle)?;
             return Ok(None);
         }
     };
@@ -118,8 +126,16 @@ pub fn render_tree(
                 } else {
                     let spec_file = bundle.name(origin.file);
                     let path = Path::new(spec_file).parent().unwrap_or(Path::new("")).join(&sealing.cert_file);
-                    let pem = std::fs::read_to_string(&path)
-                        .with_context(|| format!("cannot read the sealing certificate `{}`", path.display()))?;
+                    let pem = match std::fs::read_to_string(&path) {
+                        Ok(pem) => pem,
+                        Err(error) => {
+                            let diagnostic =
+                                Diagnostic::error(origin, "spec.sealing.certFile", format!("cannot read `{}`: {error}", path.display()))
+                                    .with_help("fetch it with `kubeseal --fetch-cert > cert.pem`; the path is relative to the spec file");
+                            std::io::stderr().lock().write_all(crate::spec::diagnostic::render(&[diagnostic], bundle).as_bytes())?;
+                            bail!("the sealing certificate cannot be read; nothing was written");
+                        }
+                    };
                     match Certificate::from_pem(&pem, now) {
                         Ok(certificate) => Some(Sealer::SealedSecrets { certificate }),
                         Err(error) => {
@@ -146,17 +162,27 @@ pub fn render_tree(
 
 /// Runs `tfrs render`.
 pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    output::recover(&args.out)?;
-    output::check_writable(&args.out)?;
+    let out = output::resolve(&args.out)?;
+    output::recover(&out)?;
+    output::check_writable(&out)?;
     let Some((spec, bundle)) = load(&args.inputs, &args.overlays)? else {
         return Ok(Status::Failure);
     };
-    let previous = |relative: &str| output::previous(&args.out, relative);
+    let previous = |relative: &str| output::previous(&out, relative);
     let Some(files) = render_tree(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), &previous)? else {
         return Ok(Status::Failure);
     };
-    let old = output::read_tree(&args.out)?;
+    let old = output::read_tree(&out)?;
     let changed = files.iter().filter(|(path, bytes)| old.get(*path) != Some(*bytes)).count();
+    let cluster_of = |path: &str| path.strip_prefix("clusters/").and_then(|rest| rest.split('/').next()).map(str::to_owned);
+    let rendered: std::collections::BTreeSet<String> = files.keys().filter_map(|p| cluster_of(p)).collect();
+    let dropped: std::collections::BTreeSet<String> = old.keys().filter_map(|p| cluster_of(p)).filter(|c| !rendered.contains(c)).collect();
+    for cluster in &dropped {
+        let verb = if args.check { "would remove" } else { "removing" };
+        eprintln!(
+            "warning: {verb} `clusters/{cluster}/`: cluster `{cluster}` is not in the inputs (render every cluster into one directory, or each into its own)"
+        );
+    }
     let removed = old.keys().filter(|path| !files.contains_key(*path)).count();
     if args.check {
         if changed == 0 && removed == 0 {
@@ -166,7 +192,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         writeln!(stdout, "out of date: {changed} files would change and {removed} would be removed in `{}`", args.out.display())?;
         return Ok(Status::Failure);
     }
-    output::write(&args.out, &files)?;
+    output::write(&out, &files)?;
     let objects = files.keys().filter(|p| p.ends_with(".yaml") && !p.ends_with("kustomization.yaml")).count();
     writeln!(
         stdout,

@@ -50,10 +50,12 @@ const DEFINITIONS: &[Definition] = &[
         namespaces: |_| vec!["cert-manager".into()],
         cluster_kinds: &[],
     },
+    // NB: rendered even when tfrs does not install cert-manager (`certManager.enabled: false`
+    // means it is installed another way): the Gateway's Certificate needs the issuer.
     Definition {
         name: "cluster-issuer",
         after: &["cert-manager"],
-        enabled: |s| s.cert_manager.enabled,
+        enabled: always,
         namespaces: |_| vec!["cert-manager".into()],
         cluster_kinds: &["ClusterIssuer"],
     },
@@ -322,19 +324,17 @@ fn pull_secret(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> Opti
     let registry = &cluster.spec.image_registry;
     let (Some(username), Some(password)) = (&registry.username, &registry.password) else { return None };
     let base = format!("cluster/{}/imageRegistry", cluster.name());
-    let username = context.secret(cluster, "spec.imageRegistry.username", username, &format!("{base}/username"));
-    let password = context.secret(cluster, "spec.imageRegistry.password", password, &format!("{base}/password"));
-    let (username, password) = (username?, password?);
-    let user = String::from_utf8_lossy(&username);
-    let pass = String::from_utf8_lossy(&password);
+    let username = context.secret_text(cluster, "spec.imageRegistry.username", username, &format!("{base}/username"));
+    let password = context.secret_text(cluster, "spec.imageRegistry.password", password, &format!("{base}/password"));
+    let (user, pass) = (username?, password?);
     let mut auth = Zeroizing::new(Vec::new());
     auth.extend_from_slice(user.as_bytes());
     auth.push(b':');
     auth.extend_from_slice(pass.as_bytes());
     let config = Zeroizing::new(
         json!({"auths": {registry.server.as_str(): {
-            "username": user.as_ref(),
-            "password": pass.as_ref(),
+            "username": user.as_str(),
+            "password": pass.as_str(),
             "auth": base64::engine::general_purpose::STANDARD.encode(auth.as_slice()),
         }}})
         .to_string(),
@@ -354,12 +354,43 @@ fn pull_secret(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> Opti
 /// and, with Flux, the sealed values Secret carrying `imageCredentials`.
 fn operator_values(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, pull: Option<&PlainSecret>) -> (Json, Option<PlainSecret>) {
     let operator = &cluster.spec.tfrs_operator;
-    let overrides = &context.options.operator_overrides;
-    let pick = |name: &str, value: &str| overrides.get(name).filter(|v| !v.is_empty()).cloned().unwrap_or_else(|| value.to_owned());
-    let repo = pick("OPERATOR_HELM_REPO_URL", &operator.chart);
-    let version = pick("OPERATOR_CHART_VERSION", &operator.version);
-    let image_tag = pick("OPERATOR_IMAGE_TAG", &operator.image_tag);
-    let release = pick("OPERATOR_RELEASE_NAME", &operator.release_name);
+    let overrides = context.options.operator_overrides.clone();
+    // Each setting comes from its seed-002 variable when that is set, else from the spec; either
+    // way it is checked, and a bad value names where it came from.
+    let mut pick = |variable: &str, field: &str, value: &str, check: &dyn Fn(&str) -> Result<(), String>| -> String {
+        let (value, from_env) = match overrides.get(variable).filter(|v| !v.is_empty()) {
+            Some(value) => (value.clone(), true),
+            None => (value.to_owned(), false),
+        };
+        if let Err(expected) = check(&value) {
+            let at = if from_env { format!("`{variable}` (which overrides it)") } else { "the spec".to_owned() };
+            context.errors.push(crate::spec::Diagnostic::error(
+                cluster.locate(field),
+                field,
+                format!("expected {expected}, found an invalid value in {at}"),
+            ));
+            context.environment |= from_env;
+        }
+        value
+    };
+    let format = |name: &'static str| move |value: &str| crate::spec::schema::check_format(name, value).map_err(str::to_owned);
+    let oci = |value: &str| {
+        let ok = value.strip_prefix("oci://").is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_graphic()));
+        if ok { Ok(()) } else { Err("an OCI chart reference such as `oci://registry.example.com/charts/tfrs-operator`".to_owned()) }
+    };
+    let tag =
+        |value: &str| if value.is_empty() { Ok(()) } else { crate::spec::schema::check_format("image-tag", value).map_err(str::to_owned) };
+    let release_check = |value: &str| {
+        if crate::spec::schema::is_dns_label(value) {
+            Ok(())
+        } else {
+            Err("a DNS label (lowercase letters, digits and `-`, at most 63)".to_owned())
+        }
+    };
+    let repo = pick("OPERATOR_HELM_REPO_URL", "spec.tfrsOperator.chart", &operator.chart, &oci);
+    let version = pick("OPERATOR_CHART_VERSION", "spec.tfrsOperator.version", &operator.version, &format("version"));
+    let image_tag = pick("OPERATOR_IMAGE_TAG", "spec.tfrsOperator.imageTag", &operator.image_tag, &tag);
+    let release = pick("OPERATOR_RELEASE_NAME", "spec.tfrsOperator.releaseName", &operator.release_name, &release_check);
     let chart_name = repo.rsplit('/').next().unwrap_or("tfrs-operator").to_owned();
     let mut values = json!({});
     if !image_tag.is_empty() {
@@ -476,6 +507,11 @@ mod tests {
         let graph = graph(&spec);
         assert!(!graph.order().iter().any(|id| id == "cluster/cert-manager"));
         assert!(graph.dependencies("cluster/istio-base").is_empty());
-        assert_eq!(graph.dependencies("cluster/gateway"), ["cluster/istio-ingress"]);
+        // The issuer stays (cert-manager installed another way) and the Gateway still waits for it.
+        assert!(graph.dependencies("cluster/cluster-issuer").is_empty());
+        assert_eq!(graph.dependencies("cluster/gateway"), ["cluster/cluster-issuer", "cluster/istio-ingress"]);
+        spec.istio.enabled = false;
+        let graph = super::graph(&spec);
+        assert!(!graph.order().iter().any(|id| id.starts_with("cluster/istio") || id == "cluster/gateway"));
     }
 }

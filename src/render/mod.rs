@@ -92,6 +92,16 @@ pub struct Rendered {
     pub warnings: Vec<Diagnostic>,
 }
 
+/// Why a render failed: every problem found, and whether any comes from the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Problems {
+    /// Every problem, each with the spec location it comes from.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Some problem is the environment's (a missing master key, an unset variable, an
+    /// unreadable file, an invalid render-time override) rather than the spec's or a template's.
+    pub environment: bool,
+}
+
 /// Renders every cluster of `spec`.
 ///
 /// # Errors
@@ -104,16 +114,21 @@ pub fn render(
     options: &Options,
     inputs: &dyn SecretInputs,
     master: Option<&MasterKey>,
-) -> Result<Rendered, Vec<Diagnostic>> {
-    let env = options.templates.environment().map_err(|error| vec![template_diagnostic(&error)])?;
-    let mut context = Context { env: &env, files, inputs, master, errors: Vec::new(), warnings: Vec::new(), options };
+) -> Result<Rendered, Problems> {
+    let env =
+        options.templates.environment().map_err(|error| Problems { diagnostics: vec![template_diagnostic(&error)], environment: false })?;
+    let mut context = Context { env: &env, files, inputs, master, errors: Vec::new(), warnings: Vec::new(), options, environment: false };
     let mut clusters = Vec::new();
     for cluster in &spec.clusters {
         if let Some(rendered) = cluster::render(&mut context, spec, cluster) {
             clusters.push(rendered);
         }
     }
-    if context.errors.is_empty() { Ok(Rendered { clusters, warnings: context.warnings }) } else { Err(context.errors) }
+    if context.errors.is_empty() {
+        Ok(Rendered { clusters, warnings: context.warnings })
+    } else {
+        Err(Problems { diagnostics: context.errors, environment: context.environment })
+    }
 }
 
 /// What every component of one cluster is rendered against.
@@ -141,6 +156,8 @@ pub(crate) struct Context<'a> {
     pub(crate) errors: Vec<Diagnostic>,
     pub(crate) warnings: Vec<Diagnostic>,
     pub(crate) options: &'a Options,
+    /// Whether a recorded error is the environment's.
+    pub(crate) environment: bool,
 }
 
 impl Context<'_> {
@@ -160,6 +177,31 @@ impl Context<'_> {
             Ok(value) => Some(value),
             Err(error) => {
                 self.errors.push(Diagnostic::error(origin, field, error.to_string()));
+                self.environment = true;
+                None
+            }
+        }
+    }
+
+    /// As [`Context::secret`], for a value that goes into a text format (TOML, JSON, an env
+    /// file): it must be UTF-8, or it is an error (never silently altered).
+    pub(crate) fn secret_text<S>(
+        &mut self,
+        object: &Object<S>,
+        field: &str,
+        source: &SecretSource,
+        logical_path: &str,
+    ) -> Option<Zeroizing<String>> {
+        let bytes = self.secret(object, field, source, logical_path)?;
+        match std::str::from_utf8(&bytes) {
+            Ok(text) => Some(Zeroizing::new(text.to_owned())),
+            Err(_) => {
+                self.errors.push(Diagnostic::error(
+                    object.locate(field),
+                    field,
+                    "the value is not UTF-8 text, which this credential must be",
+                ));
+                self.environment = true;
                 None
             }
         }

@@ -233,8 +233,7 @@ fn credentials(context: &mut Context<'_>, cluster: &str, unit: &Unit<'_>) -> Cre
     let base = format!("cluster/{cluster}/namespace/{}", unit.namespace);
     let mut resolve = |field: &str, source: &SecretSource| -> Option<Zeroizing<String>> {
         let path = format!("{base}/{}", field.trim_start_matches("spec.").replace('.', "/"));
-        let bytes = context.secret(owner, field, source, &path)?;
-        Some(Zeroizing::new(String::from_utf8_lossy(&bytes).into_owned()))
+        context.secret_text(owner, field, source, &path)
     };
     let mut credentials = Credentials::default();
     if spec.postgresql.enabled {

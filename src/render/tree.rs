@@ -307,7 +307,9 @@ mod tests {
         let mut bundle = Bundle::with_builtins();
         bundle.add_spec("lab/spec.yaml", SPEC);
         let spec = load(&bundle).spec.expect("valid spec");
-        let errors = render(&spec, &bundle, &Options::default(), &MapInputs::default(), None).unwrap_err();
+        let problems = render(&spec, &bundle, &Options::default(), &MapInputs::default(), None).unwrap_err();
+        assert!(problems.environment, "a missing master key is the environment's problem");
+        let errors = problems.diagnostics;
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].path, "spec.imageRegistry.password");
         assert!(errors[0].message.contains("TFRS_MASTER_KEY"), "{}", errors[0].message);

@@ -142,6 +142,14 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
                 .with_help("the Git URL Argo CD reads the rendered tree from"),
         );
     }
+    if spec.gitops.engine == GitopsEngine::Argocd && spec.sealing.backend == SealingBackend::SopsAge {
+        out.push(
+            Diagnostic::error(cluster.locate("spec.sealing.backend"), "spec.sealing.backend", "Argo CD cannot decrypt `sops-age` Secrets")
+                .with_help(
+                    "use `backend: sealed-secrets` with Argo CD, or `gitops.engine: flux`, whose kustomize-controller decrypts SOPS",
+                ),
+        );
+    }
     let registry = &spec.image_registry;
     match (&registry.username, &registry.password) {
         (Some(_), None) => out.push(Diagnostic::error(
