@@ -21,8 +21,11 @@ const RENDER_FIXTURES: &[&str] = &[
     "render-enterprise-full",
     "render-enterprise-minimal",
     "render-servers",
+    "render-billing",
 ];
 const OPENAI_KEY: &str = "sk-env-openai-test-5c1d";
+const ESO_CLIENT_ID: &str = "eso-client-id-test-81f0";
+const ESO_CLIENT_SECRET: &str = "eso-client-secret-test-c7a2";
 const REDIS_PASSWORD: &str = "test-redis-password-2b1e";
 const REGISTRY_PASSWORD: &str = "test-registry-token-7f3a9c";
 
@@ -42,6 +45,8 @@ fn tfrs(args: &[&str]) -> Output {
         .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
         .env("TFRS_TEST_REDIS_PASSWORD", REDIS_PASSWORD)
         .env("TFRS_TEST_OPENAI_KEY", OPENAI_KEY)
+        .env("TFRS_TEST_ESO_CLIENT_ID", ESO_CLIENT_ID)
+        .env("TFRS_TEST_ESO_CLIENT_SECRET", ESO_CLIENT_SECRET)
         .env("ACME_OPENAI_API_KEY", "sk-test-acme-openai-key")
         .env_remove("OPERATOR_HELM_REPO_URL")
         .env_remove("OPERATOR_CHART_VERSION")
@@ -252,6 +257,8 @@ fn no_plaintext_secret_is_written() {
         OPENAI_KEY.to_owned(),
         "sk-file-anthropic-0042".to_owned(),
         "literal-token-9d2".to_owned(),
+        ESO_CLIENT_ID.to_owned(),
+        ESO_CLIENT_SECRET.to_owned(),
     ];
     for fixture in RENDER_FIXTURES {
         let dir = tempfile::tempdir().unwrap();
@@ -948,4 +955,104 @@ fn graph_of_several_clusters_is_one_document() {
     assert_eq!(text.matches("digraph").count(), 1, "{text}");
     assert!(text.contains("\"laptop:cluster/istiod\" -> \"laptop:cluster/istio-ingress\""), "{text}");
     assert!(text.contains("\"bare:cluster/image-registry\""), "{text}");
+}
+
+#[test]
+fn billing_renders_the_token_chain_only_where_a_collector_reads_it() {
+    let Some(python) = tool("python3", &["-c", "import kubesealpy"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-billing", &out);
+    let objects = planned(&plan(&out, "billed"));
+    let has = |component: &str, kind: &str, namespace: &str, name: &str| {
+        objects.iter().any(|(c, k, n, o)| c == component && k == kind && n == namespace && o == name)
+    };
+    assert!(has("cluster/external-secrets", "HelmRelease", "flux-system", "external-secrets"));
+    assert!(has("cluster/billing-store", "ClusterSecretStore", "", "tfrs-otlp-infisical"));
+    assert!(has("cluster/billing-store", "SealedSecret", "external-secrets", "tfrs-otlp-infisical-auth-source"));
+    assert!(has("namespaces/hooli/billing-token", "ExternalSecret", "hooli", "tfrs-otlp-token"));
+    assert!(!objects.iter().any(|(_, k, n, _)| k == "ExternalSecret" && n == "quiet"), "no collector, no token");
+    let store =
+        std::fs::read_to_string(out.join("clusters/billed/components/cluster/billing-store/clustersecretstore-tfrs-otlp-infisical.yaml"))
+            .unwrap();
+    for expected in [
+        "hostAPI: https://secret-staging.example.com",
+        "projectSlug: tfrs-staging",
+        "environmentSlug: staging",
+        "secretsPath: /otlp/billed",
+    ] {
+        assert!(store.contains(expected), "{expected}: {store}");
+    }
+    // Edges: ESO -> store -> ExternalSecret -> collector.
+    let plan = plan(&out, "billed");
+    let depends_on = |id: &str| -> Vec<String> {
+        let component = plan["components"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap();
+        component["dependsOn"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(depends_on("cluster/billing-store"), ["cluster/external-secrets"]);
+    assert!(depends_on("namespaces/hooli/billing-token").contains(&"cluster/billing-store".to_owned()));
+    assert!(depends_on("namespaces/hooli/otel-collector").contains(&"namespaces/hooli/billing-token".to_owned()));
+    // The collector reads the token from the environment; the config never holds it.
+    let collector =
+        std::fs::read_to_string(out.join("clusters/billed/components/namespaces/hooli/otel-collector/deployment-otel-collector.yaml"))
+            .unwrap();
+    assert!(
+        collector.contains("name: TFRS_OTLP_TOKEN")
+            && collector.contains("name: tfrs-otlp-token")
+            && collector.contains("key: PRIMARY_TOKEN"),
+        "{collector}"
+    );
+    let config =
+        std::fs::read_to_string(out.join("clusters/billed/components/namespaces/hooli/otel-collector/configmap-otel-collector.yaml"))
+            .unwrap();
+    assert!(
+        config.contains("endpoint: https://otlp.example.com") && config.contains("Authorization: Bearer ${env:TFRS_OTLP_TOKEN}"),
+        "{config}"
+    );
+    // The identity's Secret opens to the values from the environment.
+    let opened = unseal_all(&python, &out);
+    let auth = &opened["cluster/billing-store/sealedsecret-tfrs-otlp-infisical-auth-source.yaml"];
+    assert_eq!(
+        (auth["clientId"].as_str(), auth["clientSecret"].as_str(), auth["expiresAt"].as_str()),
+        (ESO_CLIENT_ID, ESO_CLIENT_SECRET, "2099-05-19")
+    );
+    // Billing off: none of it, and no exporter left behind.
+    let off = dir.path().join("off");
+    render("demo", &off);
+    for (path, content) in read_tree(&off) {
+        assert!(!path.contains("external-secrets") && !path.contains("billing"), "{path}");
+        assert!(!content.contains("otlp_http/billing") && !content.contains("TFRS_OTLP_TOKEN"), "{path}");
+    }
+}
+
+#[test]
+fn a_billing_secret_expiring_soon_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec_dir = copy_fixture("render-billing", dir.path());
+    std::fs::write(spec_dir.join("keys.pem"), std::fs::read(root().join("fixtures/demo/keys/sealed-secrets.pem")).unwrap()).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let soon = civil_date(now / 86_400 + 10);
+    let text = std::fs::read_to_string(spec_dir.join("spec.yaml"))
+        .unwrap()
+        .replace("2099-05-19", &soon)
+        .replace("../demo/keys/sealed-secrets.pem", "keys.pem");
+    std::fs::write(spec_dir.join("spec.yaml"), text).unwrap();
+    let output = tfrs(&["validate", spec_dir.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("spec.billing.infisical.expiresAt: the ESO machine identity's client secret expires in 10 days"), "{stderr}");
+}
+
+/// `YYYY-MM-DD` of a day count since 1970-01-01.
+fn civil_date(days: u64) -> String {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
 }

@@ -20,6 +20,21 @@ use std::path::{Path, PathBuf};
 /// The render-time environment variables of seed 002.
 const OPERATOR_VARIABLES: [&str; 4] = ["OPERATOR_HELM_REPO_URL", "OPERATOR_CHART_VERSION", "OPERATOR_IMAGE_TAG", "OPERATOR_RELEASE_NAME"];
 
+/// Loads specs and adds the checks that need today's date (billing expiry), with the clock read
+/// here at the edge.
+pub(crate) fn load_with_clock(bundle: &Bundle) -> crate::spec::Loaded {
+    let mut loaded = load_spec(bundle);
+    if let Some(spec) = &loaded.spec {
+        let found = crate::spec::check::clock_checks(spec, inputs::unix_now());
+        if found.iter().any(Diagnostic::is_error) {
+            loaded.spec = None;
+        }
+        loaded.diagnostics.extend(found);
+        loaded.diagnostics.sort_by(|a, b| a.origin.cmp(&b.origin));
+    }
+    loaded
+}
+
 /// Reads and validates specs; prints the report of an invalid spec and returns `None`.
 ///
 /// # Errors
@@ -27,7 +42,7 @@ const OPERATOR_VARIABLES: [&str; 4] = ["OPERATOR_HELM_REPO_URL", "OPERATOR_CHART
 /// I/O errors reading inputs.
 pub fn load(inputs: &[PathBuf], overlays: &[String]) -> anyhow::Result<Option<(Spec, Bundle)>> {
     let bundle = source::read(inputs, overlays)?;
-    let loaded = load_spec(&bundle);
+    let loaded = load_with_clock(&bundle);
     let errors: Vec<Diagnostic> = loaded.diagnostics.iter().filter(|d| d.severity == Severity::Error).cloned().collect();
     match loaded.spec {
         Some(spec) => Ok(Some((spec, bundle))),

@@ -18,6 +18,15 @@ pub const FLUX_NAMESPACE: &str = "flux-system";
 pub const ARGOCD_NAMESPACE: &str = "argocd";
 /// Argo CD project of every Application.
 pub const ARGOCD_PROJECT: &str = "default";
+/// Namespace of the External Secrets Operator and the billing identity's Secret.
+pub const BILLING_NAMESPACE: &str = "external-secrets";
+/// The ClusterSecretStore billing tokens are read through.
+pub const BILLING_STORE: &str = "tfrs-otlp-infisical";
+/// The Secret holding the read-only machine identity (seed 004 5.6).
+pub const BILLING_AUTH_SECRET: &str = "tfrs-otlp-infisical-auth-source";
+/// The Secret each tenant namespace's collector reads the token from.
+pub const BILLING_TOKEN_SECRET: &str = "tfrs-otlp-token";
+
 /// The cluster Gateway (in `istio-ingress`) that every route binds to.
 pub const GATEWAY: &str = "tfrs-gateway";
 
@@ -126,6 +135,21 @@ const DEFINITIONS: &[Definition] = &[
         namespaces: |s| vec![s.image_registry.tenant_credentials_namespace.clone()],
         cluster_kinds: &[],
     },
+    // Billing (seed 004 Phase B): the External Secrets Operator, then the store it reads from.
+    Definition {
+        name: "external-secrets",
+        after: &[],
+        enabled: |s| s.billing.enabled,
+        namespaces: |_| vec![BILLING_NAMESPACE.into()],
+        cluster_kinds: &[],
+    },
+    Definition {
+        name: "billing-store",
+        after: &["external-secrets"],
+        enabled: |s| s.billing.enabled,
+        namespaces: |_| vec![BILLING_NAMESPACE.into()],
+        cluster_kinds: &["ClusterSecretStore"],
+    },
     Definition {
         name: "tfrs-operator",
         after: &["image-registry"],
@@ -213,6 +237,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
                     secrets.push(secret);
                 }
             }
+            "billing-store" => secrets.extend(billing_secret(context, cluster)),
             "tfrs-operator" => {
                 let (operator, values_secret) = operator_values(context, cluster, pull_secret.as_ref());
                 component_values["operator"] = operator;
@@ -302,6 +327,17 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
         "tracing_providers": tracing_providers,
         "robot_routes": robot_routes,
         "sops": cluster_spec.sealing.backend == SealingBackend::SopsAge,
+        "billing": if cluster_spec.billing.enabled {
+            json!({
+                "store": BILLING_STORE,
+                "auth_secret": BILLING_AUTH_SECRET,
+                "token_secret": BILLING_TOKEN_SECRET,
+                "token_key": "PRIMARY_TOKEN",
+                "endpoint": cluster_spec.billing.otlp_endpoint,
+            })
+        } else {
+            json!(false)
+        },
         "labels": {},
     })
 }
@@ -345,6 +381,33 @@ fn pull_secret(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> Opti
         name: registry.secret_name.clone(),
         namespace: String::new(),
         kind: "kubernetes.io/dockerconfigjson".to_owned(),
+        data,
+        ..PlainSecret::default()
+    })
+}
+
+/// The sealed Secret of the billing identity: `clientId`, `clientSecret`, `expiresAt` (seed 004
+/// 5.6), read by the ClusterSecretStore.
+fn billing_secret(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> Option<PlainSecret> {
+    let infisical = &cluster.spec.billing.infisical;
+    let base = format!("cluster/{}/billing/infisical", cluster.name());
+    let id = infisical
+        .client_id
+        .as_ref()
+        .and_then(|s| context.secret_text(cluster, "spec.billing.infisical.clientId", s, &format!("{base}/clientId")));
+    let secret = infisical
+        .client_secret
+        .as_ref()
+        .and_then(|s| context.secret_text(cluster, "spec.billing.infisical.clientSecret", s, &format!("{base}/clientSecret")));
+    let (id, secret) = (id?, secret?);
+    let mut data = BTreeMap::new();
+    data.insert("clientId".to_owned(), Zeroizing::new(id.as_bytes().to_vec()));
+    data.insert("clientSecret".to_owned(), Zeroizing::new(secret.as_bytes().to_vec()));
+    data.insert("expiresAt".to_owned(), Zeroizing::new(infisical.expires_at.as_bytes().to_vec()));
+    Some(PlainSecret {
+        name: BILLING_AUTH_SECRET.to_owned(),
+        namespace: BILLING_NAMESPACE.to_owned(),
+        kind: "Opaque".to_owned(),
         data,
         ..PlainSecret::default()
     })

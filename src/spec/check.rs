@@ -201,15 +201,35 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
                 out.push(Diagnostic::error(cluster.locate(path), path, "required when `billing.enabled` is true"));
             }
         }
-        if !billing.otlp_endpoint.is_empty()
-            && !billing.otlp_endpoint.starts_with("https://")
-            && !billing.otlp_endpoint.starts_with("http://")
-        {
-            out.push(Diagnostic::error(
-                cluster.locate("spec.billing.otlpEndpoint"),
-                "spec.billing.otlpEndpoint",
-                format!("expected an `https://` URL, found {:?}", billing.otlp_endpoint),
-            ));
+        for (path, url) in [("spec.billing.otlpEndpoint", &billing.otlp_endpoint), ("spec.billing.infisical.url", &billing.infisical.url)] {
+            if !url.is_empty() && !is_https_url(url) {
+                out.push(
+                    Diagnostic::error(cluster.locate(path), path, format!("expected an `https://` URL, found {url:?}"))
+                        .with_help("billing tokens and machine-identity credentials travel on this connection: it must be TLS (seed 004)"),
+                );
+            }
+        }
+        let environment = &billing.infisical.environment;
+        if !environment.is_empty() && !is_slug(environment) {
+            out.push(
+                Diagnostic::error(
+                    cluster.locate("spec.billing.infisical.environment"),
+                    "spec.billing.infisical.environment",
+                    format!("expected an environment slug such as `staging`, `prod` or `beta`, found {environment:?}"),
+                )
+                .with_help("Infisical matches the environment by its slug, not its display name (`Production` is `prod`; seed 004)"),
+            );
+        }
+        let project = &billing.infisical.project_slug;
+        if !project.is_empty() && !looks_like_uuid(project) && !is_slug(project) {
+            out.push(
+                Diagnostic::error(
+                    cluster.locate("spec.billing.infisical.projectSlug"),
+                    "spec.billing.infisical.projectSlug",
+                    format!("expected a project slug such as `tfrs-prod`, found {project:?}"),
+                )
+                .with_help("the slug is on the project's Settings page in Infisical (seed 004, invariant A)"),
+            );
         }
     }
     if looks_like_uuid(&billing.infisical.project_slug) {
@@ -236,6 +256,77 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
         sources.push(("spec.billing.infisical.clientSecret".to_owned(), s));
     }
     secret_warnings(cluster, &sources, out);
+}
+
+/// `https://` followed by a host and nothing that could break out of a URL.
+fn is_https_url(url: &str) -> bool {
+    url.strip_prefix("https://")
+        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/') && rest.bytes().all(|b| b.is_ascii_graphic()))
+}
+
+/// A lowercase slug: `a-z`, `0-9` and inner `-`.
+fn is_slug(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 64
+        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+}
+
+/// Days since 1970-01-01 of a `YYYY-MM-DD` date (validated by the schema).
+fn days_from_date(date: &str) -> Option<i64> {
+    let mut parts = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (year, month, day) = (parts.next()??, parts.next()??, parts.next()??);
+    // Howard Hinnant's days_from_civil.
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year - era * 400;
+    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some(era * 146_097 + doe - 719_468)
+}
+
+/// Checks that depend on the date (`now` is injected by the caller, never read here): a billing
+/// client secret past `expiresAt` is an error, one expiring within 30 days a warning.
+#[must_use]
+pub fn clock_checks(spec: &Spec, now_unix_seconds: i64) -> Vec<Diagnostic> {
+    let today = now_unix_seconds.div_euclid(86_400);
+    let mut out = Vec::new();
+    for cluster in &spec.clusters {
+        let billing = &cluster.spec.billing;
+        let Some(expires) = days_from_date(&billing.infisical.expires_at) else { continue };
+        if !billing.enabled {
+            continue;
+        }
+        let field = "spec.billing.infisical.expiresAt";
+        let left = expires - today;
+        if left < 0 {
+            out.push(
+                Diagnostic::error(
+                    cluster.locate(field),
+                    field,
+                    format!("the ESO machine identity's client secret expired on {}", billing.infisical.expires_at),
+                )
+                .with_help(
+                    "issue a new client secret for the read-only identity, then update `clientSecret` and `expiresAt` (seed 004 5.6)",
+                ),
+            );
+        } else if left <= 30 {
+            out.push(
+                Diagnostic::warning(
+                    cluster.locate(field),
+                    field,
+                    format!(
+                        "the ESO machine identity's client secret expires in {left} day{} ({})",
+                        if left == 1 { "" } else { "s" },
+                        billing.infisical.expires_at
+                    ),
+                )
+                .with_help("rotate it before then, or billing stops reaching the central endpoint"),
+            );
+        }
+    }
+    out
 }
 
 fn looks_like_uuid(s: &str) -> bool {
@@ -559,4 +650,27 @@ fn confz_error(server: &Object<ServerSpec>, error: &toml::de::Error, files: &dyn
     // NB: ConfzData may hold credentials: its lines are never echoed.
     Diagnostic::error(origin, "spec.confzData", format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1))
         .sensitive()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{days_from_date, is_https_url, is_slug};
+
+    #[test]
+    fn dates_count_days_from_the_epoch() {
+        assert_eq!(days_from_date("1970-01-01"), Some(0));
+        assert_eq!(days_from_date("2000-03-01"), Some(11_017));
+        assert_eq!(days_from_date("2027-05-19"), Some(20_957));
+    }
+
+    #[test]
+    fn slugs_and_urls() {
+        assert!(is_slug("prod") && is_slug("tfrs-prod") && !is_slug("Production") && !is_slug("pro d") && !is_slug("-x"));
+        assert!(
+            is_https_url("https://secret.example.com")
+                && !is_https_url("http://x")
+                && !is_https_url("https://x y")
+                && !is_https_url("https://")
+        );
+    }
 }
