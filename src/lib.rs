@@ -9,15 +9,18 @@
 //! - [`render::render`] (pure) turns a spec into components of checked objects and in-memory
 //!   Secrets; [`render::tree::build`] seals the Secrets ([`secrets`]) and lays out the files;
 //! - [`git`] commits the tree to a branch (compare-and-swap, non-forced push) and diffs it
-//!   against a ref per object; reconcile builds on it (not built yet: see the README).
+//!   against a ref per object;
+//! - [`reconcile`] rolls a rendered plan out to a cluster (server-side apply, readiness).
 //!
 //! The purity rule: [`spec`], [`render`] and [`secrets`] do no I/O and read no clock, environment
 //! or randomness (the clock, secret inputs and RNG are passed in). Only
 //! [`source`] and [`cli`] touch the outside world.
 
+pub mod audit;
 pub mod cli;
 pub mod git;
 pub mod manifest;
+pub mod reconcile;
 pub mod render;
 pub mod secrets;
 pub mod source;

@@ -34,8 +34,23 @@ pub enum Command {
     /// no byte. Exit status: 0 rendered, 1 invalid spec or render problem, 2 usage, I/O or
     /// environment error (for example no master key).
     Render(RenderArgs),
+    /// Roll a rendered plan out to a cluster: server-side apply (field manager `tfrs`), each
+    /// component as soon as its dependencies are ready, then wait for readiness.
+    ///
+    /// Takes a rendered directory (one holding `plan.json`, or a `render --out` directory) or
+    /// spec INPUTs (rendered in memory). The cluster is found the kubectl way (`KUBECONFIG`, else
+    /// `~/.kube/config`). Exit status: 0 every component ready, 1 a component failed or timed
+    /// out (named, with its unready objects and their conditions), 2 usage, connection or I/O
+    /// error. See docs/reconcile.md.
+    Reconcile(ReconcileArgs),
     /// Draw the component dependency graph (mermaid or Graphviz dot).
     Graph(GraphArgs),
+    /// Search a repository's history for any secret of the specs (derived or resolved).
+    ///
+    /// Every commit reachable from `--ref` is searched for each value raw, base64 (any
+    /// alignment), percent- and JSON-escaped. Exit status: 0 clean, 1 a leak (named by commit,
+    /// path and the secret's logical path, never its value), 2 error.
+    Audit(AuditArgs),
     /// Render and commit the tree into a Git repository at `clusters/<cluster>/`, as one commit
     /// built in memory (bare repositories work), only when something changed.
     ///
@@ -128,6 +143,74 @@ pub enum DiffFormat {
     Json,
 }
 
+/// `tfrs reconcile`.
+#[derive(Debug, clap::Args)]
+pub struct ReconcileArgs {
+    /// A rendered directory (holding `plan.json`, or `clusters/<name>/plan.json`), or spec
+    /// files and directories to render in memory.
+    #[arg(required = true, value_name = "RENDERED_DIR|INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// The cluster to roll out when the directory or specs hold several.
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// The kubeconfig file (else `KUBECONFIG`, else `~/.kube/config`).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context (else its current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Components applied and awaited at the same time.
+    #[arg(long, default_value_t = 8, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// Timeout of each component, like `90s` or `5m` (default: per kind, see docs/reconcile.md;
+    /// 5m for a HelmRelease without `spec.timeout`, 10m for Jobs and databases).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// The longest pause between two readiness polls.
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
+    pub poll_interval: std::time::Duration,
+    /// Do not write: wait until everything is ready (for clusters where Argo CD or Flux
+    /// applies). With `--timeout 0` it checks once.
+    #[arg(long, conflicts_with_all = ["dry_run", "prune", "force_conflicts"])]
+    pub verify_only: bool,
+    /// Server-side dry run of every apply (`dryRun=All`); nothing is persisted or awaited.
+    #[arg(long, conflicts_with = "prune")]
+    pub dry_run: bool,
+    /// Take over fields another field manager owns instead of failing on the conflict.
+    #[arg(long)]
+    pub force_conflicts: bool,
+    /// After a fully ready rollout, delete objects labelled as ours for this cluster that the
+    /// plan no longer has.
+    #[arg(long)]
+    pub prune: bool,
+    /// Progress output: `human` (a step list on stderr) or `json` (one event per line on
+    /// stdout).
+    #[arg(long, value_enum, default_value = "human")]
+    pub progress: ProgressFormat,
+    /// Spec inputs only: apply this overlay after `spec.overlays`; repeatable.
+    #[arg(long = "overlay", value_name = "NAME|PATH")]
+    pub overlays: Vec<String>,
+    /// Spec inputs only: a directory of templates that replace built-in ones.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// Spec inputs only: the master key file (else `TFRS_MASTER_KEY`).
+    #[arg(long, value_name = "FILE")]
+    pub master_key_file: Option<PathBuf>,
+}
+
+/// A progress format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressFormat {
+    /// Numbered steps with spinners on a terminal, plain lines otherwise.
+    Human,
+    /// One JSON event per line: `{"step","total","component","status","elapsed_ms"}`.
+    Json,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    crate::reconcile::parse_duration(text)
+}
+
 /// `tfrs render`.
 #[derive(Debug, clap::Args)]
 pub struct RenderArgs {
@@ -150,6 +233,30 @@ pub struct RenderArgs {
     /// Do not write: exit 1 if the output directory differs from what would be rendered.
     #[arg(long)]
     pub check: bool,
+    /// Accept `fromFile` paths that resolve (through `..` or symlinks) outside the spec file's
+    /// directory. Off by default: a spec must not be able to read arbitrary files.
+    #[arg(long)]
+    pub allow_outside: bool,
+}
+
+/// `tfrs audit`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// Spec files or directories whose secrets to look for.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// The repository: a local path or a URL.
+    #[arg(long, value_name = "PATH|URL")]
+    pub repo: String,
+    /// The ref whose history is searched.
+    #[arg(long = "ref", default_value = "main", value_name = "REF")]
+    pub reference: String,
+    /// File holding the master key (else `TFRS_MASTER_KEY`).
+    #[arg(long, value_name = "FILE")]
+    pub master_key_file: Option<PathBuf>,
+    /// Accept `fromFile` paths outside the spec file's directory.
+    #[arg(long)]
+    pub allow_outside: bool,
 }
 
 /// `tfrs graph`.

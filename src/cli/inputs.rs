@@ -5,8 +5,15 @@ use anyhow::Context;
 use std::path::{Path, PathBuf};
 
 /// `fromEnv` from the process environment, `fromFile` relative to the spec file's directory.
+///
+/// A `fromFile` path must stay inside the spec file's directory once `..` and symlinks are
+/// resolved, unless `allow_outside` (`--allow-outside`): a spec from a pull request must not be
+/// able to seal `~/.ssh/id_rsa` into the cluster.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct OsInputs;
+pub(crate) struct OsInputs {
+    /// Accept `fromFile` paths that resolve outside the spec file's directory.
+    pub(crate) allow_outside: bool,
+}
 
 impl SecretInputs for OsInputs {
     fn env(&self, name: &str) -> Option<String> {
@@ -14,7 +21,22 @@ impl SecretInputs for OsInputs {
     }
 
     fn file(&self, spec_file: &str, path: &str) -> Result<Vec<u8>, String> {
-        let full = Path::new(spec_file).parent().map_or_else(|| PathBuf::from(path), |dir| dir.join(path));
+        let base = Path::new(spec_file).parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let base = if base.as_os_str().is_empty() { PathBuf::from(".") } else { base };
+        let full = base.join(path);
+        if !self.allow_outside {
+            let inside = match (std::fs::canonicalize(&base), std::fs::canonicalize(&full)) {
+                (Ok(base), Ok(target)) => target.starts_with(&base),
+                // A missing file is reported below, as such.
+                (_, Err(_)) => !Path::new(path).components().any(|c| matches!(c, std::path::Component::ParentDir)),
+                (Err(_), _) => false,
+            };
+            if !inside {
+                return Err(format!(
+                    "`{path}` resolves outside the spec file's directory (`..` or a symlink); pass `--allow-outside` if that is intended"
+                ));
+            }
+        }
         // NB: the error names the kind of failure only, never content.
         std::fs::read(&full).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => format!("no such file (looked at `{}`)", full.display()),
@@ -89,8 +111,26 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("specs/secrets")).unwrap();
         std::fs::write(dir.path().join("specs/secrets/a.txt"), "x\n").unwrap();
         let spec = dir.path().join("specs/cluster.yaml");
-        assert_eq!(OsInputs.file(&spec.to_string_lossy(), "secrets/a.txt").unwrap(), b"x\n");
-        let error = OsInputs.file(&spec.to_string_lossy(), "nope.txt").unwrap_err();
+        let inputs = OsInputs::default();
+        assert_eq!(inputs.file(&spec.to_string_lossy(), "secrets/a.txt").unwrap(), b"x\n");
+        let error = inputs.file(&spec.to_string_lossy(), "nope.txt").unwrap_err();
         assert!(error.starts_with("no such file"), "{error}");
+    }
+
+    #[test]
+    fn files_outside_the_spec_directory_need_allow_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("specs")).unwrap();
+        std::fs::write(dir.path().join("outside.txt"), "secret\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside.txt"), dir.path().join("specs/link.txt")).unwrap();
+        let spec = dir.path().join("specs/cluster.yaml").to_string_lossy().into_owned();
+        let inputs = OsInputs::default();
+        for path in ["../outside.txt", "link.txt", "./../specs/../outside.txt"] {
+            let error = inputs.file(&spec, path).unwrap_err();
+            assert!(error.contains("outside the spec file's directory"), "{path}: {error}");
+            assert!(!error.contains("secret"), "never the content");
+        }
+        assert_eq!(OsInputs { allow_outside: true }.file(&spec, "../outside.txt").unwrap(), b"secret\n");
+        assert_eq!(OsInputs { allow_outside: true }.file(&spec, "link.txt").unwrap(), b"secret\n");
     }
 }

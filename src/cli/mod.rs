@@ -4,11 +4,13 @@
 //! environment errors. A broken pipe on stdout exits 0.
 
 mod args;
+mod audit;
 mod commit;
 mod diff;
 mod graph;
 mod inputs;
 mod output;
+mod reconcile;
 mod render;
 mod schema;
 mod unseal;
@@ -58,8 +60,10 @@ pub fn run() -> Status {
         args::Command::Unseal(a) => unseal::run(&a, &mut stdout),
         args::Command::Render(a) => render::run(&a, &mut stdout),
         args::Command::Graph(a) => graph::run(&a, &mut stdout),
+        args::Command::Audit(a) => audit::run(&a, &mut stdout),
         args::Command::Commit(a) => commit::run(&a, &mut stdout),
         args::Command::Diff(a) => diff::run(&a, &mut stdout),
+        args::Command::Reconcile(a) => reconcile::run(&a, &mut stdout),
     };
     match result {
         Ok(status) => status,

@@ -92,6 +92,22 @@ pub fn render_tree(
     master_key_file: Option<&Path>,
     previous: &dyn Fn(&str) -> Option<serde_json::Value>,
 ) -> anyhow::Result<Option<BTreeMap<String, Vec<u8>>>> {
+    render_tree_with(spec, bundle, templates_dir, master_key_file, false, previous)
+}
+
+/// [`render_tree`], optionally accepting `fromFile` paths outside the spec directories.
+///
+/// # Errors
+///
+/// As [`render_tree`].
+pub fn render_tree_with(
+    spec: &Spec,
+    bundle: &Bundle,
+    templates_dir: Option<&Path>,
+    master_key_file: Option<&Path>,
+    allow_outside: bool,
+    previous: &dyn Fn(&str) -> Option<serde_json::Value>,
+) -> anyhow::Result<Option<BTreeMap<String, Vec<u8>>>> {
     let master = inputs::master_key(master_key_file)?;
     let mut options = Options { templates: templates(templates_dir)?, operator_overrides: BTreeMap::new() };
     for name in OPERATOR_VARIABLES {
@@ -99,7 +115,7 @@ pub fn render_tree(
             options.operator_overrides.insert(name.to_owned(), value);
         }
     }
-    let secret_inputs = inputs::OsInputs;
+    let secret_inputs = inputs::OsInputs { allow_outside };
     let rendered = match render(spec, bundle, &options, &secret_inputs, master.as_ref()) {
         Ok(rendered) => rendered,
         Err(problems) if problems.environment => {
@@ -184,7 +200,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         return Ok(Status::Failure);
     };
     let previous = |relative: &str| output::previous(&out, relative);
-    let Some(files) = render_tree(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), &previous)? else {
+    let Some(files) = render_tree_with(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), args.allow_outside, &previous)? else {
         return Ok(Status::Failure);
     };
     let old = output::read_tree(&out)?;

@@ -537,8 +537,9 @@ mod tests {
             }
             seen.insert(definition.name);
         }
-        let spec =
+        let mut spec =
             ClusterSpec { tfrs_operator: crate::spec::model::TfrsOperator { enabled: true, ..Default::default() }, ..Default::default() };
+        spec.billing.enabled = true;
         let graph = graph(&spec);
         assert_eq!(graph.order().len(), DEFINITIONS.len());
         assert!(!graph.has_cycle());

@@ -62,7 +62,7 @@ impl Graph {
     pub fn depths(&self) -> BTreeMap<String, usize> {
         let mut depths = BTreeMap::new();
         for id in &self.order {
-            let depth = self.dependencies(id).iter().filter_map(|d| depths.get(d)).map(|d| d + 1).max().unwrap_or(0);
+            let depth = self.dependencies(id).iter().filter_map(|d| depths.get(d).copied()).map(|d: usize| d + 1).max().unwrap_or(0);
             depths.insert(id.clone(), depth);
         }
         depths

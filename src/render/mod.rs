@@ -90,6 +90,25 @@ pub struct Rendered {
     pub clusters: Vec<RenderedCluster>,
     /// Problems that do not stop the render.
     pub warnings: Vec<Diagnostic>,
+    /// Every credential resolved while rendering (for `tfrs audit`), by logical path.
+    pub resolved: Vec<ResolvedSecret>,
+}
+
+/// A credential's plaintext and where it belongs. Never printed: `Debug` shows the path only.
+#[derive(Clone)]
+pub struct ResolvedSecret {
+    /// Its logical path, e.g. `cluster/demo/namespace/acme-corp/postgresql/password`.
+    pub path: String,
+    /// Its spec field, e.g. `spec.postgresql.password`.
+    pub field: String,
+    /// The plaintext.
+    pub value: Zeroizing<Vec<u8>>,
+}
+
+impl std::fmt::Debug for ResolvedSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedSecret").field("path", &self.path).finish_non_exhaustive()
+    }
 }
 
 /// Why a render failed: every problem found, and whether any comes from the environment.
@@ -117,7 +136,7 @@ pub fn render(
 ) -> Result<Rendered, Problems> {
     let env =
         options.templates.environment().map_err(|error| Problems { diagnostics: vec![template_diagnostic(&error)], environment: false })?;
-    let mut context = Context { env: &env, files, inputs, master, errors: Vec::new(), warnings: Vec::new(), options, environment: false };
+    let mut context = Context { env: &env, files, inputs, master, errors: Vec::new(), warnings: Vec::new(), options, environment: false, resolved: Vec::new() };
     let mut clusters = Vec::new();
     for cluster in &spec.clusters {
         if let Some(rendered) = cluster::render(&mut context, spec, cluster) {
@@ -125,7 +144,7 @@ pub fn render(
         }
     }
     if context.errors.is_empty() {
-        Ok(Rendered { clusters, warnings: context.warnings })
+        Ok(Rendered { clusters, warnings: context.warnings, resolved: context.resolved })
     } else {
         Err(Problems { diagnostics: context.errors, environment: context.environment })
     }
@@ -158,6 +177,8 @@ pub(crate) struct Context<'a> {
     pub(crate) options: &'a Options,
     /// Whether a recorded error is the environment's.
     pub(crate) environment: bool,
+    /// Every credential resolved so far.
+    pub(crate) resolved: Vec<ResolvedSecret>,
 }
 
 impl Context<'_> {
@@ -174,7 +195,10 @@ impl Context<'_> {
         let origin = object.locate(field);
         let spec_file = self.files.name(origin.file).to_owned();
         match resolve(source, logical_path, &spec_file, self.inputs, self.master) {
-            Ok(value) => Some(value),
+            Ok(value) => {
+                self.resolved.push(ResolvedSecret { path: logical_path.to_owned(), field: field.to_owned(), value: value.clone() });
+                Some(value)
+            }
             Err(error) => {
                 self.errors.push(Diagnostic::error(origin, field, error.to_string()));
                 self.environment = true;

@@ -91,7 +91,10 @@ pub fn render(diagnostics: &[Diagnostic], files: &dyn FileTable) -> String {
         if let Some(line) = line {
             let number = origin.line.to_string();
             let pad = " ".repeat(number.len());
-            let caret_at: String = line.chars().take(origin.column.saturating_sub(1)).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+            // NB: a very long line (a minified or hostile file) is shown as a window around the
+            // column, marked with `…`, so a report stays readable.
+            let (line, column) = window(line, origin.column.saturating_sub(1));
+            let caret_at: String = line.chars().take(column).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
             let _ = writeln!(out, "{pad} |");
             let _ = writeln!(out, "{number} | {line}");
             let _ = writeln!(out, "{pad} | {caret_at}^");
@@ -101,6 +104,26 @@ pub fn render(diagnostics: &[Diagnostic], files: &dyn FileTable) -> String {
         }
     }
     out
+}
+
+/// At most `EXCERPT` characters of `line` around character `column`; the column within them.
+fn window(line: &str, column: usize) -> (String, usize) {
+    const EXCERPT: usize = 120;
+    let length = line.chars().count();
+    if length <= EXCERPT {
+        return (line.to_owned(), column);
+    }
+    let start = column.saturating_sub(EXCERPT / 2).min(length - EXCERPT);
+    let mut text: String = line.chars().skip(start).take(EXCERPT).collect();
+    let mut column = column - start;
+    if start > 0 {
+        text.insert(0, '…');
+        column += 1;
+    }
+    if start + EXCERPT < length {
+        text.push('…');
+    }
+    (text, column)
 }
 
 fn holds_literal(line: &str) -> bool {
@@ -143,5 +166,19 @@ mod tests {
         assert_eq!(did_you_mean("instance", fields), Some("instances"));
         assert_eq!(did_you_mean("storageclass", fields), Some("storageClass"));
         assert_eq!(did_you_mean("replicas", fields), None);
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::window;
+
+    #[test]
+    fn long_lines_are_cut_around_the_column() {
+        let line = format!("{}X{}", "a".repeat(500), "b".repeat(500));
+        let (text, column) = window(&line, 500);
+        assert!(text.chars().count() <= 122, "{text}");
+        assert_eq!(text.chars().nth(column), Some('X'));
+        assert_eq!(window("short", 2), ("short".to_owned(), 2));
     }
 }

@@ -71,6 +71,9 @@ pub struct ParseError {
 
 /// Upper bound on nodes per file, so alias expansion cannot blow up memory ("billion laughs").
 const MAX_NODES: usize = 1_000_000;
+/// Deepest nesting accepted. Specs nest a handful of levels; a bound keeps every recursive
+/// stage after parsing (merge, validation, rendering, drop) far from the stack's end.
+pub const MAX_DEPTH: usize = 128;
 
 impl Node {
     /// A node with no plain text.
@@ -260,6 +263,10 @@ pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
                 builder.nodes += 1;
                 builder.remember(anchor, &node);
                 Some(node)
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_DEPTH => {
+                builder.error(origin, format!("invalid YAML: nested deeper than {MAX_DEPTH} levels"));
+                return Err(builder.errors);
             }
             Event::SequenceStart(_, anchor, _) => {
                 stack.push(Frame::Seq { anchor, origin, items: Vec::new() });
