@@ -6,8 +6,9 @@
 //! first. A non-empty directory without the marker file is never touched.
 
 use anyhow::{Context as _, bail};
+use rayon::prelude::*;
 use serde_json::Value as Json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -96,48 +97,62 @@ pub fn check_writable(out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads the object previously written at `relative` below `out`, if it parses.
+/// The first document of a previously written file, as JSON, if it parses.
 #[must_use]
-pub fn previous(out: &Path, relative: &str) -> Option<Json> {
-    let text = fs::read_to_string(out.join(relative)).ok()?;
-    let documents = crate::spec::yaml::parse(0, &text).ok()?;
+pub fn parse_object(text: &str) -> Option<Json> {
+    let documents = crate::spec::yaml::parse(0, text).ok()?;
     documents.first().map(crate::spec::yaml::Node::to_json)
 }
 
-/// Reads every file below `out` (except the marker), by relative path.
+/// Reads every file below `out` (except the marker), by relative path. Files are read in
+/// parallel.
 ///
 /// # Errors
 ///
 /// I/O errors.
 pub fn read_tree(out: &Path) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
-    let mut files = BTreeMap::new();
+    let mut paths = Vec::new();
     if out.exists() {
-        walk(out, out, &mut files)?;
+        walk(out, out, &mut paths)?;
     }
+    let read: Vec<anyhow::Result<(String, Vec<u8>)>> = paths
+        .into_par_iter()
+        .map(|(relative, path)| {
+            let bytes = fs::read(&path).with_context(|| format!("cannot read `{}`", path.display()))?;
+            Ok((relative, bytes))
+        })
+        .collect();
+    let mut files = read.into_iter().collect::<anyhow::Result<BTreeMap<_, _>>>()?;
     files.remove(MARKER);
     Ok(files)
 }
 
-fn walk(root: &Path, dir: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> anyhow::Result<()> {
+fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> anyhow::Result<()> {
     for entry in fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))? {
-        let path = entry?.path();
-        if path.is_dir() {
+        let entry = entry?;
+        let path = entry.path();
+        // NB: `file_type` does not follow symlinks, `is_dir` does: keep following them, as
+        // before, for a symlinked directory below a `--templates` root.
+        if entry.file_type().is_ok_and(|t| t.is_dir()) || (entry.file_type().is_ok_and(|t| t.is_symlink()) && path.is_dir()) {
             walk(root, &path, files)?;
         } else {
             let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
-            files.insert(relative, fs::read(&path).with_context(|| format!("cannot read `{}`", path.display()))?);
+            files.push((relative, path));
         }
     }
     Ok(())
 }
 
 /// Replaces `out` with exactly `files` (paths relative to `out`), atomically as described in
-/// the module docs.
+/// the module docs. `old` holds the files of the current tree (as [`read_tree`] returned
+/// them, or none): a file whose bytes are unchanged is hard-linked from the current tree into the new one
+/// instead of written again (the current tree's files are never modified, so it stays intact
+/// until the swap). Files are written in parallel.
 ///
 /// # Errors
 ///
 /// I/O errors; the previous tree is then left in place.
-pub fn write(out: &Path, files: &BTreeMap<String, Vec<u8>>) -> anyhow::Result<()> {
+pub fn write(out: &Path, files: &BTreeMap<String, Vec<u8>>, old: &BTreeMap<String, Vec<u8>>) -> anyhow::Result<()> {
     recover(out)?;
     check_writable(out)?;
     let staging = sibling(out, "tfrs-new");
@@ -147,13 +162,22 @@ pub fn write(out: &Path, files: &BTreeMap<String, Vec<u8>>) -> anyhow::Result<()
     let result = (|| -> anyhow::Result<()> {
         fs::create_dir_all(&staging)?;
         fs::write(staging.join(MARKER), MARKER_TEXT)?;
-        for (relative, bytes) in files {
-            let path = staging.join(relative);
-            if let Some(parent) = path.parent() {
-                fs::create_dir_all(parent)?;
+        let mut dirs = BTreeSet::new();
+        for relative in files.keys() {
+            if let Some((dir, _)) = relative.rsplit_once('/') {
+                dirs.insert(dir);
             }
-            fs::write(&path, bytes)?;
         }
+        for dir in dirs {
+            fs::create_dir_all(staging.join(dir))?;
+        }
+        files.par_iter().try_for_each(|(relative, bytes)| -> std::io::Result<()> {
+            let path = staging.join(relative);
+            if old.get(relative) == Some(bytes) && fs::hard_link(out.join(relative), &path).is_ok() {
+                return Ok(());
+            }
+            fs::write(&path, bytes)
+        })?;
         Ok(())
     })();
     if let Err(error) = result {

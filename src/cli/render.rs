@@ -199,11 +199,13 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let Some((spec, bundle)) = load(&args.inputs, &args.overlays)? else {
         return Ok(Status::Failure);
     };
-    let previous = |relative: &str| output::previous(&out, relative);
+    // The current tree is read once: for the sealing reuse, the change count and the write
+    // (unchanged files are linked, not written).
+    let old = output::read_tree(&out)?;
+    let previous = |relative: &str| old.get(relative).and_then(|bytes| output::parse_object(std::str::from_utf8(bytes).ok()?));
     let Some(files) = render_tree_with(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), args.allow_outside, &previous)? else {
         return Ok(Status::Failure);
     };
-    let old = output::read_tree(&out)?;
     let changed = files.iter().filter(|(path, bytes)| old.get(*path) != Some(*bytes)).count();
     let cluster_of = |path: &str| path.strip_prefix("clusters/").and_then(|rest| rest.split('/').next()).map(str::to_owned);
     let rendered: std::collections::BTreeSet<String> = files.keys().filter_map(|p| cluster_of(p)).collect();
@@ -223,7 +225,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         writeln!(stdout, "out of date: {changed} files would change and {removed} would be removed in `{}`", args.out.display())?;
         return Ok(Status::Failure);
     }
-    output::write(&out, &files)?;
+    output::write(&out, &files, &old)?;
     let objects = files.keys().filter(|p| p.ends_with(".yaml") && !p.ends_with("kustomization.yaml")).count();
     writeln!(
         stdout,

@@ -5,11 +5,15 @@ use super::check::Scope;
 use super::cluster::{ARGOCD_NAMESPACE, FLUX_NAMESPACE};
 use super::{Component, Context, RenderedCluster, Resource, labels};
 use crate::manifest::to_yaml;
+use crate::secrets::PlainSecret;
 use crate::secrets::fingerprint::FingerprintKey;
 use crate::secrets::seal::{Sealer, seal};
-use crate::spec::Object;
 use crate::spec::model::{ClusterSpec, GitopsEngine};
-use rand::CryptoRng;
+use crate::spec::yaml::Origin;
+use crate::spec::{Diagnostic, Object};
+use rand::rngs::StdRng;
+use rand::{CryptoRng, SeedableRng};
+use rayon::prelude::*;
 use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -78,6 +82,10 @@ pub fn gitops_name(cluster: &str, component: &Component) -> String {
 
 /// Renders the GitOps entry points of a cluster: one Flux Kustomization or Argo CD Application
 /// per component.
+///
+/// The shared values (which grow with the platform: one route and one host per server) are
+/// converted to a template value once and merged lazily under each component's own values, so
+/// a component costs the same however large the platform is; components render in parallel.
 pub(crate) fn gitops_objects(
     context: &mut Context<'_>,
     cluster: &Object<ClusterSpec>,
@@ -95,23 +103,62 @@ pub(crate) fn gitops_objects(
         namespaces: std::iter::once(namespace.to_owned()).collect(),
         cluster_kinds: BTreeSet::new(),
     };
+    let origin = cluster.locate("spec.gitops");
     let names: BTreeMap<&str, String> = components.iter().map(|c| (c.id.as_str(), gitops_name(name, c))).collect();
-    let errors_before = context.errors.len();
+    let base = minijinja::Value::from(minijinja::value::Serde(values));
+    let labels = labels(name, "gitops");
+    let env = context.env;
+    let rendered: Vec<Result<Vec<Resource>, Vec<Diagnostic>>> = components
+        .par_iter()
+        .map(|component| {
+            let own = json!({
+                "labels": labels,
+                "component": {
+                    "id": component.id,
+                    "name": names[component.id.as_str()],
+                    "path": format!("./{}/components/{}", cluster_dir(name), component.id),
+                    "depends_on": component.depends_on.iter().map(|d| names.get(d.as_str()).cloned().unwrap_or_default()).collect::<Vec<_>>(),
+                    "depth": component.depth,
+                    "timeout": component.timeout,
+                },
+            });
+            let values = minijinja::context! { ..minijinja::Value::from(minijinja::value::Serde(&own)), ..base.clone() };
+            objects(env, template, values, &scope, origin)
+        })
+        .collect();
     let mut out = Vec::new();
-    for component in components {
-        let mut values = values.clone();
-        values["labels"] = labels(name, "gitops");
-        values["component"] = json!({
-            "id": component.id,
-            "name": names[component.id.as_str()],
-            "path": format!("./{}/components/{}", cluster_dir(name), component.id),
-            "depends_on": component.depends_on.iter().map(|d| names.get(d.as_str()).cloned().unwrap_or_default()).collect::<Vec<_>>(),
-            "depth": component.depth,
-            "timeout": component.timeout,
-        });
-        out.extend(context.objects(template, &values, &scope, cluster.locate("spec.gitops")));
+    let mut failed = false;
+    for result in rendered {
+        match result {
+            Ok(objects) => out.extend(objects),
+            Err(diagnostics) => {
+                failed = true;
+                context.errors.extend(diagnostics);
+            }
+        }
     }
-    (context.errors.len() == errors_before).then_some(out)
+    (!failed).then_some(out)
+}
+
+/// Renders template `name` with `values` and checks every object it yields (as
+/// `Context::objects`, for a template value built by the caller and without the `&mut`
+/// context, so it can run in parallel).
+fn objects(
+    env: &minijinja::Environment<'static>,
+    name: &str,
+    values: minijinja::Value,
+    scope: &Scope,
+    origin: Origin,
+) -> Result<Vec<Resource>, Vec<Diagnostic>> {
+    match env.get_template(name).and_then(|template| template.render(values)) {
+        Ok(text) => super::check::objects(name, &text, scope)
+            .map_err(|problems| problems.into_iter().map(|message| Diagnostic::error(origin, scope.component.clone(), message)).collect()),
+        Err(error) => {
+            let mut diagnostic = super::template_diagnostic(&error);
+            diagnostic.origin = origin;
+            Err(vec![diagnostic])
+        }
+    }
 }
 
 /// Everything the tree needs besides the rendered cluster.
@@ -126,10 +173,14 @@ pub struct SealOptions<'a> {
 /// Builds the files of one cluster, sealing its Secrets. `previous` returns the object
 /// previously written at a path (relative to the output directory), for zero-diff reuse.
 ///
+/// Components are serialized and their Secrets sealed in parallel. `previous` is asked and
+/// `rng` is drawn from in component order first (one 32-byte seed per Secret, for an RNG of
+/// its own), so a seeded `rng` still gives the same bytes.
+///
 /// # Errors
 ///
 /// A Secret that cannot be sealed, an object that cannot be serialized, two objects that
-/// would share a file.
+/// would share a file (the first in component order).
 pub fn build<R: CryptoRng + ?Sized>(
     cluster: &RenderedCluster,
     options: &SealOptions<'_>,
@@ -137,69 +188,58 @@ pub fn build<R: CryptoRng + ?Sized>(
     rng: &mut R,
 ) -> Result<BTreeMap<String, Vec<u8>>, Error> {
     let root = cluster_dir(&cluster.name);
+    // Sequential: `previous` may read a Git tree (not shareable across threads) and the seeds
+    // come from one stream, in order.
+    let inputs: Vec<Vec<SealInput>> = cluster
+        .components
+        .iter()
+        .map(|component| {
+            let Some(sealer) = options.sealer else { return Vec::new() };
+            let dir = format!("{root}/components/{}", component.id);
+            component
+                .secrets
+                .iter()
+                .map(|secret| {
+                    let file = sealed_file_name(sealer, secret);
+                    let old = previous(&format!("{dir}/{file}"));
+                    let mut seed = [0u8; 32];
+                    rng.fill_bytes(&mut seed);
+                    SealInput { file, old, seed }
+                })
+                .collect()
+        })
+        .collect();
+    let built: Vec<Result<BuiltComponent, Error>> = cluster
+        .components
+        .par_iter()
+        .zip(inputs.into_par_iter())
+        .map(|(component, inputs)| build_component(component, options, inputs))
+        .collect();
     let mut files = BTreeMap::new();
-    let mut plan = Vec::new();
-    for component in &cluster.components {
+    let mut plan = Vec::with_capacity(built.len());
+    for (component, built) in cluster.components.iter().zip(built) {
+        let built = built?;
         let dir = format!("{root}/components/{}", component.id);
-        let mut entries: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
-        let mut plan_objects = Vec::new();
-        let mut add = |resource_id: String, file: String, bytes: Vec<u8>, object: Json| -> Result<(), Error> {
-            if let Some((first, _)) = entries.get(&file) {
-                return Err(Error::FileClash { component: component.id.clone(), file, first: first.clone(), second: resource_id });
-            }
-            plan_objects.push(object);
-            entries.insert(file, (resource_id, bytes));
-            Ok(())
-        };
-        for resource in &component.objects {
-            let text = to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?;
-            let file = resource.file_name();
-            add(resource.id(), file.clone(), text.into_bytes(), plan_object(resource, &format!("components/{}/{file}", component.id)))?;
-        }
-        for secret in &component.secrets {
-            let Some(sealer) = options.sealer else {
-                return Err(Error::NoSealer {
-                    component: component.id.clone(),
-                    namespace: secret.namespace.clone(),
-                    name: secret.name.clone(),
-                });
-            };
-            let placeholder = Resource {
-                api_version: String::new(),
-                kind: sealed_kind(sealer).to_owned(),
-                namespace: Some(secret.namespace.clone()),
-                name: secret.name.clone(),
-                body: Json::Null,
-            };
-            let file = placeholder.file_name();
-            let path = format!("{dir}/{file}");
-            let old = previous(&path);
-            let body = seal(secret, old.as_ref(), sealer, options.fingerprint_key, rng).map_err(|source| Error::Seal {
-                component: component.id.clone(),
-                namespace: secret.namespace.clone(),
-                name: secret.name.clone(),
-                source,
-            })?;
-            let Some(resource) = Resource::from_json(body) else { continue };
-            let text = to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?;
-            add(resource.id(), file.clone(), text.into_bytes(), plan_object(&resource, &format!("components/{}/{file}", component.id)))?;
-        }
-        let names: Vec<&String> = entries.keys().collect();
+        let names: Vec<&String> = built.entries.keys().collect();
         files.insert(format!("{dir}/kustomization.yaml"), kustomization(&names).into_bytes());
-        for (file, (_, bytes)) in entries {
+        for (file, (_, bytes)) in built.entries {
             files.insert(format!("{dir}/{file}"), bytes);
         }
         plan.push(json!({
             "id": component.id,
             "path": format!("components/{}", component.id),
             "dependsOn": component.depends_on,
-            "objects": plan_objects,
+            "objects": built.plan_objects,
         }));
     }
+    let gitops: Vec<Result<(String, String), Error>> = cluster
+        .gitops
+        .par_iter()
+        .map(|resource| Ok((resource.file_name(), to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?)))
+        .collect();
     let mut gitops_files = Vec::new();
-    for resource in &cluster.gitops {
-        let text = to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?;
-        let file = resource.file_name();
+    for result in gitops {
+        let (file, text) = result?;
         files.insert(format!("{root}/gitops/{file}"), text.into_bytes());
         gitops_files.push(file);
     }
@@ -212,6 +252,72 @@ pub fn build<R: CryptoRng + ?Sized>(
     plan_text.push('\n');
     files.insert(format!("{root}/plan.json"), plan_text.into_bytes());
     Ok(files)
+}
+
+/// What one Secret is sealed with: its file, the object previously written there, the seed of
+/// its RNG.
+struct SealInput {
+    file: String,
+    old: Option<Json>,
+    seed: [u8; 32],
+}
+
+/// One component's files (by file name, with the object id for clash messages) and plan
+/// entries.
+struct BuiltComponent {
+    entries: BTreeMap<String, (String, Vec<u8>)>,
+    plan_objects: Vec<Json>,
+}
+
+fn sealed_file_name(sealer: &Sealer, secret: &PlainSecret) -> String {
+    let placeholder = Resource {
+        api_version: String::new(),
+        kind: sealed_kind(sealer).to_owned(),
+        namespace: Some(secret.namespace.clone()),
+        name: secret.name.clone(),
+        body: Json::Null,
+    };
+    placeholder.file_name()
+}
+
+/// Serializes one component's objects and seals its Secrets (`inputs`, one per Secret, when a
+/// sealer is configured).
+fn build_component(component: &Component, options: &SealOptions<'_>, inputs: Vec<SealInput>) -> Result<BuiltComponent, Error> {
+    let mut entries: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
+    let mut plan_objects = Vec::with_capacity(component.objects.len() + component.secrets.len());
+    let mut add = |resource: &Resource, file: String, bytes: Vec<u8>| -> Result<(), Error> {
+        if let Some((first, _)) = entries.get(&file) {
+            return Err(Error::FileClash { component: component.id.clone(), file, first: first.clone(), second: resource.id() });
+        }
+        plan_objects.push(plan_object(resource, &format!("components/{}/{file}", component.id)));
+        entries.insert(file, (resource.id(), bytes));
+        Ok(())
+    };
+    for resource in &component.objects {
+        let text = to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?;
+        add(resource, resource.file_name(), text.into_bytes())?;
+    }
+    let mut inputs = inputs.into_iter();
+    for secret in &component.secrets {
+        let (Some(sealer), Some(SealInput { file, old, seed })) = (options.sealer, inputs.next()) else {
+            return Err(Error::NoSealer {
+                component: component.id.clone(),
+                namespace: secret.namespace.clone(),
+                name: secret.name.clone(),
+            });
+        };
+        let mut rng = StdRng::from_seed(seed);
+        let body = seal(secret, old.as_ref(), sealer, options.fingerprint_key, &mut rng).map_err(|source| Error::Seal {
+            component: component.id.clone(),
+            namespace: secret.namespace.clone(),
+            name: secret.name.clone(),
+            source,
+        })?;
+        let Some(resource) = Resource::from_json(body) else { continue };
+        let text = to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?;
+        add(&resource, file, text.into_bytes())?;
+    }
+    Ok(BuiltComponent { entries, plan_objects })
 }
 
 fn sealed_kind(sealer: &Sealer) -> &'static str {
