@@ -1,0 +1,704 @@
+//! Rolls a rendered plan out to a cluster: server-side apply, readiness, dependency scheduling.
+//!
+//! [`reconcile`] starts each component as soon as every dependency is ready (never wave by
+//! wave), at most [`Options::concurrency`] at a time, the longest remaining chain first
+//! ([`order::Schedule`]). Inside a component, CustomResourceDefinitions and Namespaces are
+//! applied first and awaited, then the rest; then every object is polled until
+//! [`wait::readiness`] says ready, a terminal failure shows, or the component's timeout passes.
+//!
+//! # Guarantees
+//!
+//! - No object of a component is written before every dependency component is ready.
+//! - No component runs past its deadline by more than one request timeout.
+//! - [`Mode::VerifyOnly`] sends only reads; [`Mode::DryRun`] sends only `dryRun=All` writes.
+//! - A failed component fails its dependents (reported as skipped); independent branches go on.
+//!
+//! # Caveats
+//!
+//! - Readiness is polled (GET), not watched.
+//! - Pruning deletes objects labelled `app.kubernetes.io/managed-by=tfrs` and
+//!   `tfrs.turingfocus.cn/cluster=<cluster>` that the plan no longer has, only after a rollout
+//!   in which every component became ready.
+
+pub mod apply;
+pub mod order;
+pub mod plan;
+pub mod wait;
+
+use apply::{Cause, Change, Target};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use order::{Graph, Schedule};
+use plan::{ObjectRef, Rollout};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::Duration;
+use tokio::time::Instant;
+use wait::Readiness;
+
+/// A reconcile error that stops the whole run (not a component's failure).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The plan's graph is broken.
+    #[error("the plan cannot be scheduled")]
+    Graph(#[from] order::Error),
+    /// The API server did not answer.
+    #[error("cannot reach the API server")]
+    Connect(#[source] Cause),
+}
+
+/// A `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What reconcile does to the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Apply, then wait for readiness.
+    #[default]
+    Apply,
+    /// Server-side dry run of every apply; no waiting.
+    DryRun,
+    /// Read only: wait for readiness of what someone else applies (Argo CD, Flux).
+    VerifyOnly,
+}
+
+/// Options of [`reconcile`].
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Components running at once (at least 1).
+    pub concurrency: usize,
+    /// The timeout of every component; `None` uses [`default_timeout`] per component.
+    pub timeout: Option<Duration>,
+    /// The longest pause between two readiness polls (polls start at 100 ms and slow down).
+    pub poll_interval: Duration,
+    /// Apply, dry run or verify only.
+    pub mode: Mode,
+    /// Take over fields owned by other field managers (`force=true`).
+    pub force_conflicts: bool,
+    /// Delete labelled objects the plan no longer has (after a fully ready rollout).
+    pub prune: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            concurrency: 8,
+            timeout: None,
+            poll_interval: Duration::from_secs(2),
+            mode: Mode::Apply,
+            force_conflicts: false,
+            prune: false,
+        }
+    }
+}
+
+/// What a progress event says about a component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Started (applying or waiting).
+    Running,
+    /// Still waiting; [`Event::detail`] says for what.
+    Waiting,
+    /// Ready.
+    Ready,
+    /// Failed or timed out.
+    Failed,
+    /// Never started: a dependency failed.
+    Skipped,
+}
+
+impl Status {
+    /// The lowercase name used in `--progress json`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Waiting => "waiting",
+            Status::Ready => "ready",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+        }
+    }
+}
+
+/// One progress event.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// The component's step number (1-based, in start order; skipped ones get the next free).
+    pub step: usize,
+    /// The number of components.
+    pub total: usize,
+    /// The component id.
+    pub component: String,
+    /// What happened.
+    pub status: Status,
+    /// Time since the component started.
+    pub elapsed: Duration,
+    /// A short detail (what is awaited, the change summary, the failure's first line).
+    pub detail: String,
+}
+
+/// An object that was not ready when its component failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unready {
+    /// `Kind/namespace/name`.
+    pub object: String,
+    /// Why it is not ready (the last readiness verdict).
+    pub reason: String,
+    /// Its last conditions, `Type=Status (Reason): message`.
+    pub conditions: Vec<String>,
+}
+
+/// Why a component failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// Not ready within the timeout.
+    TimedOut(Duration),
+    /// An object reported a terminal failure.
+    Terminal,
+    /// The API refused or failed a request for an object.
+    Api {
+        /// `Kind/namespace/name`.
+        object: String,
+        /// What the API said.
+        cause: Cause,
+    },
+}
+
+/// A failed component, fit for a report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The component id.
+    pub component: String,
+    /// Why.
+    pub reason: Reason,
+    /// Objects that were not ready (terminal ones first).
+    pub unready: Vec<Unready>,
+}
+
+impl Failure {
+    /// Whether the API server could not be reached (exit 2 rather than 1).
+    #[must_use]
+    pub fn is_connection(&self) -> bool {
+        matches!(&self.reason, Reason::Api { cause, .. } if cause.is_connection())
+    }
+
+    /// The first line of the report.
+    #[must_use]
+    pub fn headline(&self) -> String {
+        let component = &self.component;
+        match &self.reason {
+            Reason::TimedOut(after) => format!(
+                "component `{component}` timed out after {}: {} not ready",
+                format_duration(*after),
+                plural(self.unready.len(), "object")
+            ),
+            Reason::Terminal => format!("component `{component}` failed: {} failed", plural(self.unready.len(), "object")),
+            Reason::Api { object, cause } => format!("component `{component}`: `{object}`: {cause}"),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.headline())?;
+        for unready in &self.unready {
+            write!(f, "\n  `{}`: {}", unready.object, unready.reason)?;
+            for condition in &unready.conditions {
+                write!(f, "\n    {condition}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    format!("{count} {noun}{}", if count == 1 { "" } else { "s" })
+}
+
+/// How one component ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ComponentResult {
+    /// Ready (or, in a dry run, accepted by the server).
+    Ready {
+        /// How long it took.
+        elapsed: Duration,
+        /// Objects created, configured and unchanged (zero when verifying).
+        changes: [usize; 3],
+    },
+    /// Failed.
+    Failed(Failure),
+    /// Not started because a dependency failed.
+    Skipped {
+        /// The failed dependency.
+        dependency: String,
+    },
+}
+
+/// The result of [`reconcile`].
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Each component's result, in plan order.
+    pub components: Vec<(String, Option<ComponentResult>)>,
+    /// Objects deleted by `--prune`, `Kind/namespace/name`.
+    pub pruned: Vec<String>,
+    /// Objects `--prune` could not delete, with why.
+    pub prune_failures: Vec<String>,
+    /// The wall time of the whole rollout.
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    /// Whether every component is ready and pruning (if asked) went through.
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        self.prune_failures.is_empty() && self.components.iter().all(|(_, r)| matches!(r, Some(ComponentResult::Ready { .. })))
+    }
+
+    /// The failures, in plan order.
+    #[must_use]
+    pub fn failures(&self) -> Vec<&Failure> {
+        self.components.iter().filter_map(|(_, r)| if let Some(ComponentResult::Failed(f)) = r { Some(f) } else { None }).collect()
+    }
+}
+
+/// The default timeout of a component: the longest of its objects' defaults. A Flux
+/// HelmRelease gets its own `spec.timeout`, else 5 minutes (seed 002's operator timeout); a Job
+/// its `activeDeadlineSeconds`, else 10 minutes; operator-managed data services (CNPG, MinIO,
+/// RabbitMQ) 10 minutes; everything else 5 minutes.
+#[must_use]
+pub fn default_timeout(objects: &[Value]) -> Duration {
+    const FIVE_MINUTES: Duration = Duration::from_secs(300);
+    const TEN_MINUTES: Duration = Duration::from_secs(600);
+    objects
+        .iter()
+        .map(|object| {
+            let reference = ObjectRef::of(object);
+            match (wait::group_of(&reference.api_version), reference.kind.as_str()) {
+                ("helm.toolkit.fluxcd.io", "HelmRelease") => {
+                    object.pointer("/spec/timeout").and_then(Value::as_str).and_then(|t| parse_duration(t).ok()).unwrap_or(FIVE_MINUTES)
+                }
+                ("batch", "Job") => {
+                    object.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_u64).map_or(TEN_MINUTES, Duration::from_secs)
+                }
+                ("postgresql.cnpg.io", "Cluster") | ("minio.min.io", "Tenant") | ("rabbitmq.com", "RabbitmqCluster") => TEN_MINUTES,
+                _ => FIVE_MINUTES,
+            }
+        })
+        .max()
+        .unwrap_or(FIVE_MINUTES)
+}
+
+/// Parses a duration the kubectl way: `90s`, `5m`, `1h30m`, `250ms`, `0`.
+///
+/// # Errors
+///
+/// A message naming what is wrong.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let text = text.trim();
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return Err("expected a duration such as `90s` or `5m`".into());
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(format!("`{text}`: expected a number before the unit"));
+        }
+        let number: f64 = rest[..digits].parse().map_err(|_| format!("`{text}`: `{}` is not a number", &rest[..digits]))?;
+        rest = &rest[digits..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let seconds = match &rest[..unit_end] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "" => return Err(format!("`{text}`: a unit is required (`ms`, `s`, `m` or `h`)")),
+            unit => return Err(format!("`{text}`: unknown unit `{unit}` (expected `ms`, `s`, `m` or `h`)")),
+        };
+        rest = &rest[unit_end..];
+        total += Duration::from_secs_f64(number * seconds);
+    }
+    Ok(total)
+}
+
+/// Formats a duration the way [`parse_duration`] reads it (`1m30s`, `250ms`).
+#[must_use]
+pub fn format_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis < 1000 {
+        return format!("{millis}ms");
+    }
+    let seconds = duration.as_secs();
+    let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let mut text = String::new();
+    if hours > 0 {
+        text.push_str(&format!("{hours}h"));
+    }
+    if minutes > 0 {
+        text.push_str(&format!("{minutes}m"));
+    }
+    if seconds > 0 || text.is_empty() {
+        if hours == 0 && minutes == 0 && !millis.is_multiple_of(1000) {
+            text.push_str(&format!("{:.1}s", duration.as_secs_f64()));
+        } else {
+            text.push_str(&format!("{seconds}s"));
+        }
+    }
+    text
+}
+
+/// Rolls `rollout` out to `target` (see the module docs), calling `progress` for every event.
+///
+/// # Errors
+///
+/// [`Error::Graph`] for a plan that cannot be scheduled, [`Error::Connect`] when the API server
+/// does not answer at the start. Component failures are in the [`Outcome`].
+pub async fn reconcile(target: &Target, rollout: &Rollout, options: &Options, progress: &(dyn Fn(&Event) + Sync)) -> Result<Outcome> {
+    let started = Instant::now();
+    let graph = Graph::new(&rollout.plan)?;
+    target.check().await.map_err(Error::Connect)?;
+    let total = graph.len();
+    let mut schedule = Schedule::new(&graph);
+    let mut results: Vec<Option<ComponentResult>> = vec![None; total];
+    let mut steps = vec![0usize; total];
+    let mut next_step = 1;
+    let context = Context::new(rollout);
+    let mut running = FuturesUnordered::new();
+    loop {
+        while running.len() < options.concurrency.max(1) {
+            let Some(node) = schedule.start_next() else { break };
+            steps[node] = next_step;
+            next_step += 1;
+            let id = graph.ids[node].clone();
+            let event =
+                |status, elapsed, detail: String| Event { step: steps[node], total, component: id.clone(), status, elapsed, detail };
+            progress(&event(Status::Running, Duration::ZERO, String::new()));
+            let objects = &rollout.objects[node];
+            let timeout = options.timeout.unwrap_or_else(|| default_timeout(objects));
+            let step = steps[node];
+            let component = id.clone();
+            let context = &context;
+            running.push(async move {
+                let begun = Instant::now();
+                let report = |status, detail: String| {
+                    progress(&Event { step, total, component: component.clone(), status, elapsed: begun.elapsed(), detail });
+                };
+                let result = run_component(target, context, &component, objects, options, begun + timeout, timeout, &report).await;
+                (node, begun.elapsed(), result)
+            });
+        }
+        let Some((node, elapsed, result)) = running.next().await else { break };
+        let id = &graph.ids[node];
+        let event = |step, status, elapsed, detail: String| Event { step, total, component: id.clone(), status, elapsed, detail };
+        match result {
+            Ok(changes) => {
+                schedule.ready(node);
+                progress(&event(steps[node], Status::Ready, elapsed, summary(changes, options.mode)));
+                results[node] = Some(ComponentResult::Ready { elapsed, changes });
+            }
+            Err(failure) => {
+                progress(&event(steps[node], Status::Failed, elapsed, failure.headline()));
+                results[node] = Some(ComponentResult::Failed(failure));
+                for blocked in schedule.fail(node) {
+                    steps[blocked] = next_step;
+                    next_step += 1;
+                    let blocked_id = graph.ids[blocked].clone();
+                    progress(&Event {
+                        step: steps[blocked],
+                        total,
+                        component: blocked_id,
+                        status: Status::Skipped,
+                        elapsed: Duration::ZERO,
+                        detail: format!("dependency `{id}` failed"),
+                    });
+                    results[blocked] = Some(ComponentResult::Skipped { dependency: id.clone() });
+                }
+            }
+        }
+    }
+    let mut outcome = Outcome {
+        components: graph.ids.iter().cloned().zip(results).collect(),
+        pruned: Vec::new(),
+        prune_failures: Vec::new(),
+        elapsed: Duration::ZERO,
+    };
+    if options.prune && options.mode == Mode::Apply && outcome.is_ready() {
+        prune(target, rollout, &graph, options, &mut outcome).await;
+    }
+    outcome.elapsed = started.elapsed();
+    Ok(outcome)
+}
+
+fn summary(changes: [usize; 3], mode: Mode) -> String {
+    let [created, configured, unchanged] = changes;
+    match mode {
+        Mode::VerifyOnly => String::new(),
+        Mode::Apply => format!("{created} created, {configured} configured, {unchanged} unchanged"),
+        Mode::DryRun => format!("dry run: {created} would be created, {configured} configured, {unchanged} unchanged"),
+    }
+}
+
+/// What the whole plan creates, for dry runs (a CR whose CRD or a namespace the plan creates
+/// cannot be dry-run before they exist).
+struct Context {
+    planned_kinds: BTreeSet<(String, String)>,
+    planned_namespaces: BTreeSet<String>,
+}
+
+impl Context {
+    fn new(rollout: &Rollout) -> Self {
+        let mut planned_kinds = BTreeSet::new();
+        let mut planned_namespaces = BTreeSet::new();
+        for object in rollout.objects.iter().flatten() {
+            let reference = ObjectRef::of(object);
+            match (wait::group_of(&reference.api_version), reference.kind.as_str()) {
+                ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+                    let group = object.pointer("/spec/group").and_then(Value::as_str).unwrap_or("");
+                    let kind = object.pointer("/spec/names/kind").and_then(Value::as_str).unwrap_or("");
+                    planned_kinds.insert((group.to_owned(), kind.to_owned()));
+                }
+                ("", "Namespace") => {
+                    planned_namespaces.insert(reference.name);
+                }
+                _ => {}
+            }
+        }
+        Context { planned_kinds, planned_namespaces }
+    }
+
+    /// Whether a dry-run refusal is only because the plan has not created something yet.
+    fn awaits_plan(&self, reference: &ObjectRef, cause: &Cause) -> bool {
+        match cause {
+            Cause::NotServed { .. } => {
+                self.planned_kinds.contains(&(wait::group_of(&reference.api_version).to_owned(), reference.kind.clone()))
+            }
+            Cause::Status { code: 404, .. } => reference.namespace().is_some_and(|n| self.planned_namespaces.contains(n)),
+            _ => false,
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_component(
+    target: &Target,
+    context: &Context,
+    component: &str,
+    objects: &[Value],
+    options: &Options,
+    deadline: Instant,
+    timeout: Duration,
+    report: &(dyn Fn(Status, String) + Sync),
+) -> std::result::Result<[usize; 3], Failure> {
+    let api_failure = |object: &Value, cause: Cause| Failure {
+        component: component.to_owned(),
+        reason: Reason::Api { object: ObjectRef::of(object).id(), cause },
+        unready: Vec::new(),
+    };
+    let mut sorted: Vec<&Value> = objects.iter().collect();
+    sorted.sort_by_key(|o| {
+        let reference = ObjectRef::of(o);
+        order::object_rank(&reference.api_version, &reference.kind)
+    });
+    let split = sorted.iter().position(|o| {
+        let reference = ObjectRef::of(o);
+        order::object_rank(&reference.api_version, &reference.kind) == 2
+    });
+    let (first, rest) = sorted.split_at(split.unwrap_or(sorted.len()));
+    let mut changes = [0usize; 3];
+    match options.mode {
+        Mode::VerifyOnly => {}
+        Mode::DryRun => {
+            for object in &sorted {
+                match target.apply(object, options.force_conflicts, true, deadline).await {
+                    Ok((_, change)) => changes[change as usize] += 1,
+                    Err(cause) if context.awaits_plan(&ObjectRef::of(object), &cause) => changes[Change::Created as usize] += 1,
+                    Err(cause) => return Err(api_failure(object, cause)),
+                }
+            }
+            return Ok(changes);
+        }
+        Mode::Apply => {
+            for object in first {
+                let (_, change) =
+                    target.apply(object, options.force_conflicts, false, deadline).await.map_err(|c| api_failure(object, c))?;
+                changes[change as usize] += 1;
+            }
+            if !first.is_empty() && !rest.is_empty() {
+                report(Status::Waiting, "CustomResourceDefinitions and Namespaces".into());
+                wait_ready(target, component, first, options, deadline, timeout, report).await?;
+            }
+            for object in rest {
+                let (_, change) =
+                    target.apply(object, options.force_conflicts, false, deadline).await.map_err(|c| api_failure(object, c))?;
+                changes[change as usize] += 1;
+            }
+        }
+    }
+    wait_ready(target, component, &sorted, options, deadline, timeout, report).await?;
+    Ok(changes)
+}
+
+/// Polls `objects` until all are ready, one fails for good, or `deadline` passes.
+async fn wait_ready(
+    target: &Target,
+    component: &str,
+    objects: &[&Value],
+    options: &Options,
+    deadline: Instant,
+    timeout: Duration,
+    report: &(dyn Fn(Status, String) + Sync),
+) -> std::result::Result<(), Failure> {
+    let references: Vec<ObjectRef> = objects.iter().map(|o| ObjectRef::of(o)).collect();
+    let mut last: Vec<(Readiness, Vec<String>)> = vec![(Readiness::InProgress("not checked yet".into()), Vec::new()); objects.len()];
+    let mut pause = Duration::from_millis(100);
+    let mut shown = String::new();
+    loop {
+        for (i, reference) in references.iter().enumerate() {
+            if last[i].0.is_ready() {
+                continue;
+            }
+            match target.get(reference, deadline).await {
+                Ok(Some(live)) => last[i] = (wait::readiness(&live), wait::conditions(&live)),
+                Ok(None) => last[i] = (Readiness::InProgress("not found".into()), Vec::new()),
+                Err(cause) if cause.is_transient() && Instant::now() < deadline => {}
+                Err(cause) => {
+                    return Err(Failure {
+                        component: component.to_owned(),
+                        reason: Reason::Api { object: reference.id(), cause },
+                        unready: Vec::new(),
+                    });
+                }
+            }
+        }
+        let unready = |only_failed: bool| -> Vec<Unready> {
+            references
+                .iter()
+                .zip(&last)
+                .filter_map(|(reference, (readiness, conditions))| match readiness {
+                    Readiness::Failed(reason) => {
+                        Some(Unready { object: reference.id(), reason: reason.clone(), conditions: conditions.clone() })
+                    }
+                    Readiness::InProgress(reason) if !only_failed => {
+                        Some(Unready { object: reference.id(), reason: reason.clone(), conditions: conditions.clone() })
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let failed = unready(true);
+        if !failed.is_empty() {
+            return Err(Failure { component: component.to_owned(), reason: Reason::Terminal, unready: failed });
+        }
+        let waiting = unready(false);
+        let Some(first) = waiting.first() else { return Ok(()) };
+        if Instant::now() >= deadline {
+            return Err(Failure { component: component.to_owned(), reason: Reason::TimedOut(timeout), unready: waiting });
+        }
+        let detail = format!("`{}`: {}", first.object, first.reason);
+        if detail != shown {
+            report(Status::Waiting, detail.clone());
+            shown = detail;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        tokio::time::sleep(pause.min(left)).await;
+        pause = pause.mul_f64(1.5).min(options.poll_interval);
+    }
+}
+
+async fn prune(target: &Target, rollout: &Rollout, graph: &Graph, options: &Options, outcome: &mut Outcome) {
+    let deadline = Instant::now() + options.timeout.unwrap_or(Duration::from_secs(300));
+    let selector = format!("app.kubernetes.io/managed-by=tfrs,tfrs.turingfocus.cn/cluster={}", rollout.plan.cluster);
+    let keep: BTreeSet<(String, String, Option<String>, String)> = rollout
+        .objects
+        .iter()
+        .flatten()
+        .map(|o| {
+            let r = ObjectRef::of(o);
+            (wait::group_of(&r.api_version).to_owned(), r.kind.clone(), r.namespace().map(str::to_owned), r.name.clone())
+        })
+        .collect();
+    let live = match target.list_labelled(&selector, deadline).await {
+        Ok(live) => live,
+        Err(cause) => {
+            outcome.prune_failures.push(format!("listing labelled objects failed: {cause}"));
+            return;
+        }
+    };
+    let _ = graph;
+    let mut doomed: Vec<ObjectRef> = live
+        .iter()
+        .map(ObjectRef::of)
+        .filter(|r| {
+            !keep.contains(&(wait::group_of(&r.api_version).to_owned(), r.kind.clone(), r.namespace().map(str::to_owned), r.name.clone()))
+        })
+        .collect();
+    // NB: the reverse of the apply order: custom resources and workloads, then Namespaces,
+    // then CustomResourceDefinitions, so nothing is deleted under an object still using it.
+    doomed.sort_by_key(|r| std::cmp::Reverse(order::object_rank(&r.api_version, &r.kind)));
+    doomed.dedup();
+    for reference in doomed {
+        match target.delete(&reference, deadline).await {
+            Ok(()) => outcome.pruned.push(reference.id()),
+            Err(cause) => outcome.prune_failures.push(format!("`{}`: delete failed: {cause}", reference.id())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("5").expect_err("no unit").contains("a unit is required"));
+        assert!(parse_duration("5d").expect_err("bad unit").contains("unknown unit `d`"));
+        assert!(parse_duration("").is_err());
+        assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_duration(Duration::from_millis(2500)), "2.5s");
+        assert_eq!(format_duration(Duration::from_secs(300)), "5m");
+    }
+
+    #[test]
+    fn default_timeouts_per_kind() {
+        let release = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": {"name": "tfrs-operator"}});
+        assert_eq!(default_timeout(std::slice::from_ref(&release)), Duration::from_secs(300));
+        let mut slow = release;
+        slow["spec"] = json!({"timeout": "15m"});
+        assert_eq!(default_timeout(&[slow]), Duration::from_secs(900));
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "init"}});
+        let map = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        assert_eq!(default_timeout(&[map.clone(), job]), Duration::from_secs(600));
+        assert_eq!(default_timeout(&[map]), Duration::from_secs(300));
+    }
+
+    #[test]
+    fn failure_report_names_component_objects_and_conditions() {
+        let failure = Failure {
+            component: "cluster/cnpg-operator".into(),
+            reason: Reason::TimedOut(Duration::from_secs(90)),
+            unready: vec![Unready {
+                object: "HelmRelease/flux-system/cnpg".into(),
+                reason: "Ready=False (InstallFailed): timed out".into(),
+                conditions: vec!["Ready=False (InstallFailed): timed out".into()],
+            }],
+        };
+        assert_eq!(
+            failure.to_string(),
+            "component `cluster/cnpg-operator` timed out after 1m30s: 1 object not ready\n  `HelmRelease/flux-system/cnpg`: Ready=False (InstallFailed): timed out\n    Ready=False (InstallFailed): timed out"
+        );
+    }
+}

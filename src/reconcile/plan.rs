@@ -1,0 +1,300 @@
+//! The rollout plan (`plan.json`, DESIGN §5) and the objects it names, parsed and checked.
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A problem with the plan or its object files.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `plan.json` is not the documented shape.
+    #[error("`plan.json` is not a valid plan")]
+    ParsePlan(#[source] serde_json::Error),
+    /// An object file named by the plan is missing.
+    #[error("`{file}` (component `{component}`) is missing")]
+    MissingFile {
+        /// The component.
+        component: String,
+        /// The file, relative to the cluster directory.
+        file: String,
+    },
+    /// An object file is not a YAML object.
+    #[error("`{file}` is not a YAML object: {message}")]
+    ParseObject {
+        /// The file, relative to the cluster directory.
+        file: String,
+        /// The parser's complaint.
+        message: String,
+    },
+    /// An object file does not hold the object the plan says.
+    #[error("`{file}` holds `{found}`, but the plan says `{expected}`")]
+    Mismatch {
+        /// The file.
+        file: String,
+        /// What the plan says.
+        expected: String,
+        /// What the file holds.
+        found: String,
+    },
+    /// A SOPS-encrypted Secret cannot be applied.
+    #[error(
+        "`{object}` is SOPS-encrypted and cannot be applied as-is: reconcile needs the `sealed-secrets` backend (or let Flux decrypt it)"
+    )]
+    SopsSecret {
+        /// The Secret.
+        object: String,
+    },
+}
+
+/// `plan.json`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Plan {
+    /// The cluster's name.
+    pub cluster: String,
+    /// The components, each with its dependencies and objects.
+    pub components: Vec<Component>,
+}
+
+/// One component of the plan.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Component {
+    /// The id (`cluster/cert-manager`, `namespaces/acme/redis`).
+    pub id: String,
+    /// The directory, relative to the cluster directory.
+    #[serde(default)]
+    pub path: String,
+    /// Ids of the components that must be ready first.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    /// The objects.
+    #[serde(default)]
+    pub objects: Vec<ObjectRef>,
+}
+
+/// One object of a component, as the plan lists it.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectRef {
+    /// `apiVersion`.
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+    /// The namespace; empty or absent for cluster-scoped objects.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// `metadata.name`.
+    pub name: String,
+    /// The file, relative to the cluster directory.
+    #[serde(default)]
+    pub file: String,
+}
+
+impl ObjectRef {
+    /// The namespace, `None` for cluster-scoped objects.
+    #[must_use]
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref().filter(|n| !n.is_empty())
+    }
+
+    /// The object's reference for messages: `Kind/namespace/name` or `Kind/name`.
+    #[must_use]
+    pub fn id(&self) -> String {
+        match self.namespace() {
+            Some(namespace) => format!("{}/{namespace}/{}", self.kind, self.name),
+            None => format!("{}/{}", self.kind, self.name),
+        }
+    }
+
+    /// The reference of an object's JSON.
+    #[must_use]
+    pub fn of(object: &Value) -> Self {
+        let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).unwrap_or("").to_owned();
+        ObjectRef {
+            api_version: text("/apiVersion"),
+            kind: text("/kind"),
+            namespace: Some(text("/metadata/namespace")).filter(|n| !n.is_empty()),
+            name: text("/metadata/name"),
+            file: String::new(),
+        }
+    }
+}
+
+impl Plan {
+    /// Parses `plan.json`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ParsePlan`] when it is not the documented shape.
+    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
+        serde_json::from_slice(bytes).map_err(Error::ParsePlan)
+    }
+}
+
+/// A plan with every object read and checked: what reconcile rolls out.
+#[derive(Debug, Clone)]
+pub struct Rollout {
+    /// The plan.
+    pub plan: Plan,
+    /// The objects of each component, in plan order, `status` stripped.
+    pub objects: Vec<Vec<Value>>,
+}
+
+impl Rollout {
+    /// Reads every object of the plan through `file` (a path relative to the cluster directory
+    /// to its bytes).
+    ///
+    /// # Errors
+    ///
+    /// Missing or unparsable files, files holding another object than the plan says, and
+    /// SOPS-encrypted Secrets.
+    pub fn load(plan: Plan, file: &dyn Fn(&str) -> Option<Vec<u8>>) -> Result<Self, Error> {
+        let mut objects = Vec::with_capacity(plan.components.len());
+        for component in &plan.components {
+            let mut list = Vec::with_capacity(component.objects.len());
+            for reference in &component.objects {
+                let bytes = file(&reference.file)
+                    .ok_or_else(|| Error::MissingFile { component: component.id.clone(), file: reference.file.clone() })?;
+                let text = String::from_utf8_lossy(&bytes);
+                // NB: the project's own YAML reader (YAML 1.2 scalars), as for every rendered file.
+                let documents = crate::spec::yaml::parse(0, &text).map_err(|errors| Error::ParseObject {
+                    file: reference.file.clone(),
+                    message: errors.first().map_or_else(String::new, |e| e.message.clone()),
+                })?;
+                let mut object = match documents.as_slice() {
+                    [document] => document.to_json(),
+                    _ => {
+                        return Err(Error::ParseObject {
+                            file: reference.file.clone(),
+                            message: format!("expected one document, found {}", documents.len()),
+                        });
+                    }
+                };
+                let found = ObjectRef::of(&object);
+                let same = found.api_version == reference.api_version
+                    && found.kind == reference.kind
+                    && found.name == reference.name
+                    && found.namespace() == reference.namespace();
+                if !same {
+                    return Err(Error::Mismatch { file: reference.file.clone(), expected: reference.id(), found: found.id() });
+                }
+                if object.get("sops").is_some() {
+                    return Err(Error::SopsSecret { object: reference.id() });
+                }
+                strip(&mut object);
+                default_protocols(&mut object);
+                list.push(object);
+            }
+            objects.push(list);
+        }
+        Ok(Rollout { plan, objects })
+    }
+
+    /// Finds the cluster directories (`clusters/<name>/plan.json`) in a set of files keyed by
+    /// path relative to an output root.
+    #[must_use]
+    pub fn clusters(files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
+        files
+            .keys()
+            .filter_map(|path| path.strip_prefix("clusters/")?.strip_suffix("/plan.json"))
+            .filter(|name| !name.contains('/'))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// Adds `protocol: TCP` (the API default) to Service and container ports that omit it.
+///
+/// NB: `protocol` is part of the list key of those ports, and API servers before 1.22 refuse a
+/// server-side apply that omits it ("associative list with keys has an element that omits key
+/// field \"protocol\""); the default makes the object identical to what the server stores.
+pub fn default_protocols(object: &mut Value) {
+    fn ports(list: Option<&mut Value>) {
+        for port in list.and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(port) = port.as_object_mut() {
+                port.entry("protocol").or_insert_with(|| Value::from("TCP"));
+            }
+        }
+    }
+    fn pod(spec: Option<&mut Value>) {
+        let Some(spec) = spec else { return };
+        for field in ["containers", "initContainers"] {
+            for container in spec.get_mut(field).and_then(Value::as_array_mut).into_iter().flatten() {
+                ports(container.get_mut("ports"));
+            }
+        }
+    }
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+    match kind.as_str() {
+        "Service" => ports(object.pointer_mut("/spec/ports")),
+        "Pod" => pod(object.get_mut("spec")),
+        "CronJob" => pod(object.pointer_mut("/spec/jobTemplate/spec/template/spec")),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => pod(object.pointer_mut("/spec/template/spec")),
+        _ => {}
+    }
+}
+
+/// Removes what the server owns or a status writer owns: `status`, and server-set metadata.
+pub fn strip(object: &mut Value) {
+    if let Some(map) = object.as_object_mut() {
+        map.remove("status");
+        if let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+            for field in ["resourceVersion", "uid", "creationTimestamp", "managedFields", "generation", "selfLink"] {
+                metadata.remove(field);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAN: &str = r#"{"cluster": "demo", "components": [
+        {"id": "cluster/a", "path": "components/cluster/a", "dependsOn": [],
+         "objects": [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "ns1", "name": "c", "file": "a/c.yaml"}]}]}"#;
+
+    fn files(text: &'static str) -> impl Fn(&str) -> Option<Vec<u8>> {
+        move |path| (path == "a/c.yaml").then(|| text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn loads_and_strips_status() {
+        let plan = Plan::parse(PLAN.as_bytes()).expect("plan");
+        let rollout = Rollout::load(plan, &files("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns1}\nstatus: {x: 1}\n"))
+            .expect("load");
+        assert!(rollout.objects[0][0].get("status").is_none());
+        assert_eq!(ObjectRef::of(&rollout.objects[0][0]).id(), "ConfigMap/ns1/c");
+    }
+
+    #[test]
+    fn refuses_mismatch_missing_and_sops() {
+        let plan = Plan::parse(PLAN.as_bytes()).expect("plan");
+        let error = Rollout::load(plan.clone(), &files("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: ns1}\n"))
+            .expect_err("mismatch");
+        assert_eq!(error.to_string(), "`a/c.yaml` holds `ConfigMap/ns1/other`, but the plan says `ConfigMap/ns1/c`");
+        let error = Rollout::load(plan.clone(), &|_| None).expect_err("missing");
+        assert_eq!(error.to_string(), "`a/c.yaml` (component `cluster/a`) is missing");
+        let sops = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns1}\nsops: {mac: x}\n";
+        assert!(matches!(Rollout::load(plan, &files(sops)), Err(Error::SopsSecret { .. })));
+    }
+
+    #[test]
+    fn ports_get_the_default_protocol() {
+        let mut service = serde_json::json!({"kind": "Service", "spec": {"ports": [{"port": 80}, {"port": 53, "protocol": "UDP"}]}});
+        default_protocols(&mut service);
+        assert_eq!(service["spec"]["ports"], serde_json::json!([{"port": 80, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}]));
+        let mut deployment = serde_json::json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 8080}]}]}}}});
+        default_protocols(&mut deployment);
+        assert_eq!(deployment.pointer("/spec/template/spec/containers/0/ports/0/protocol"), Some(&serde_json::json!("TCP")));
+    }
+
+    #[test]
+    fn finds_clusters() {
+        let files: BTreeMap<String, Vec<u8>> = [("clusters/a/plan.json", ""), ("clusters/b/plan.json", ""), ("clusters/a/x/plan.json", "")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.as_bytes().to_vec()))
+            .collect();
+        assert_eq!(Rollout::clusters(&files), vec!["a", "b"]);
+    }
+}

@@ -1,0 +1,678 @@
+//! Readiness of one object, as a pure function of its JSON (kstatus rules plus stricter ones).
+//!
+//! [`readiness`] never reads the clock or the network: the caller polls the API and decides when
+//! to give up. Rules, in order (see docs/reconcile.md):
+//!
+//! 1. `metadata.deletionTimestamp` set: in progress (terminating);
+//! 2. `status.observedGeneration` present and different from `metadata.generation`: in progress;
+//! 3. condition `Stalled=True`: **failed**; `Reconciling=True`: in progress;
+//! 4. rules per kind (Deployment, StatefulSet, DaemonSet, Job, Pod, PVC, Service, CRD, and the
+//!    custom kinds of our operators: cert-manager, CNPG, MinIO, RabbitMQ, Flux, Argo CD);
+//! 5. otherwise a `Ready` condition decides;
+//! 6. otherwise built-in kinds and custom kinds that never report status are ready, and any other
+//!    custom resource without a status is not (its operator has not acted yet).
+
+use serde_json::Value;
+
+/// What [`readiness`] concluded about an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
+    /// The object is ready.
+    Ready,
+    /// Not ready yet; the reason says what is awaited.
+    InProgress(String),
+    /// A terminal failure: waiting longer will not help.
+    Failed(String),
+}
+
+impl Readiness {
+    /// Whether this is [`Readiness::Ready`].
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        matches!(self, Readiness::Ready)
+    }
+}
+
+/// API groups whose custom resources are never given a status by their controllers, so existing
+/// is being ready (Istio configuration objects).
+const STATUSLESS_GROUPS: [&str; 3] = ["networking.istio.io", "security.istio.io", "telemetry.istio.io"];
+
+/// Whether an API group belongs to Kubernetes itself (kstatus' fallback applies: no `Ready`
+/// condition means ready).
+fn is_builtin_group(group: &str) -> bool {
+    group.is_empty() || !group.contains('.') || group.ends_with(".k8s.io")
+}
+
+/// The group of an `apiVersion` (`""` for the core group).
+#[must_use]
+pub fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
+/// One condition of `status.conditions`.
+struct Condition<'a>(&'a Value);
+
+impl Condition<'_> {
+    fn field(&self, name: &str) -> &str {
+        self.0.get(name).and_then(Value::as_str).unwrap_or("")
+    }
+    fn is_true(&self) -> bool {
+        self.field("status") == "True"
+    }
+    fn describe(&self) -> String {
+        let mut text = format!("{}={}", self.field("type"), self.field("status"));
+        let reason = self.field("reason");
+        if !reason.is_empty() {
+            text.push_str(&format!(" ({reason})"));
+        }
+        let message = self.field("message");
+        if !message.is_empty() {
+            text.push_str(&format!(": {message}"));
+        }
+        text
+    }
+}
+
+fn condition<'a>(object: &'a Value, kind: &str) -> Option<Condition<'a>> {
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+        .map(Condition)
+}
+
+fn is_true(object: &Value, kind: &str) -> bool {
+    condition(object, kind).is_some_and(|c| c.is_true())
+}
+
+fn integer(object: &Value, pointer: &str) -> Option<i64> {
+    object.pointer(pointer).and_then(Value::as_i64)
+}
+
+fn text<'a>(object: &'a Value, pointer: &str) -> &'a str {
+    object.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn has_status(object: &Value) -> bool {
+    object.get("status").and_then(Value::as_object).is_some_and(|status| !status.is_empty())
+}
+
+/// Every condition of the object, one `Type=Status (Reason): message` each, for failure reports.
+#[must_use]
+pub fn conditions(object: &Value) -> Vec<String> {
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|all| all.iter().map(|c| Condition(c).describe()).collect())
+        .unwrap_or_default()
+}
+
+/// Decides whether an object (as the API server returned it) is ready.
+#[must_use]
+pub fn readiness(object: &Value) -> Readiness {
+    if object.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
+        return Readiness::InProgress("terminating".into());
+    }
+    let generation = integer(object, "/metadata/generation");
+    if let Some(observed) = integer(object, "/status/observedGeneration")
+        && let Some(generation) = generation
+        && observed != generation
+    {
+        return Readiness::InProgress(format!("generation {generation} not observed yet (observed {observed})"));
+    }
+    if let Some(stalled) = condition(object, "Stalled")
+        && stalled.is_true()
+    {
+        return Readiness::Failed(format!("stalled: {}", stalled.describe()));
+    }
+    if let Some(reconciling) = condition(object, "Reconciling")
+        && reconciling.is_true()
+    {
+        return Readiness::InProgress(format!("reconciling: {}", reconciling.describe()));
+    }
+    let group = group_of(text(object, "/apiVersion"));
+    let kind = text(object, "/kind");
+    if let Some(found) = by_kind(group, kind, object) {
+        return found;
+    }
+    if let Some(ready) = condition(object, "Ready") {
+        return if ready.is_true() { Readiness::Ready } else { Readiness::InProgress(ready.describe()) };
+    }
+    if is_builtin_group(group) || STATUSLESS_GROUPS.contains(&group) || has_status(object) {
+        Readiness::Ready
+    } else {
+        Readiness::InProgress("no status yet: its controller has not acted".into())
+    }
+}
+
+fn by_kind(group: &str, kind: &str, object: &Value) -> Option<Readiness> {
+    match (group, kind) {
+        ("apps", "Deployment") => Some(deployment(object)),
+        ("apps", "StatefulSet") => Some(stateful_set(object)),
+        ("apps", "DaemonSet") => Some(daemon_set(object)),
+        ("batch", "Job") => Some(job(object)),
+        ("", "Pod") => Some(pod(object)),
+        ("", "PersistentVolumeClaim") => Some(match text(object, "/status/phase") {
+            "Bound" => Readiness::Ready,
+            "Lost" => Readiness::Failed("claim lost its volume".into()),
+            "" => Readiness::InProgress("not bound yet".into()),
+            phase => Readiness::InProgress(format!("phase {phase}")),
+        }),
+        ("", "Service") => {
+            let load_balancer = text(object, "/spec/type") == "LoadBalancer";
+            Some(if load_balancer && text(object, "/spec/clusterIP").is_empty() {
+                Readiness::InProgress("no cluster IP yet".into())
+            } else {
+                Readiness::Ready
+            })
+        }
+        ("", "ConfigMap" | "Secret" | "ServiceAccount") | ("batch", "CronJob") | ("policy", "PodDisruptionBudget") => {
+            Some(Readiness::Ready)
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => Some(crd(object)),
+        ("cert-manager.io", "Certificate") => Some(certificate(object)),
+        ("postgresql.cnpg.io", "Cluster") => Some(cnpg_cluster(object)),
+        ("minio.min.io", "Tenant") => Some(match text(object, "/status/currentState") {
+            "Initialized" => Readiness::Ready,
+            "" => Readiness::InProgress("no status yet: its controller has not acted".into()),
+            state => Readiness::InProgress(format!("current state: {state}")),
+        }),
+        ("rabbitmq.com", "RabbitmqCluster") => Some(rabbitmq_cluster(object)),
+        ("helm.toolkit.fluxcd.io", "HelmRelease") | ("kustomize.toolkit.fluxcd.io", "Kustomization") => {
+            Some(flux(object, generation_of(object)))
+        }
+        ("argoproj.io", "Application") => Some(argo_application(object)),
+        _ => None,
+    }
+}
+
+fn generation_of(object: &Value) -> Option<i64> {
+    integer(object, "/metadata/generation")
+}
+
+fn deployment(object: &Value) -> Readiness {
+    if let Some(progressing) = condition(object, "Progressing")
+        && progressing.field("reason") == "ProgressDeadlineExceeded"
+    {
+        return Readiness::Failed(format!("progress deadline exceeded: {}", progressing.describe()));
+    }
+    if !has_status(object) {
+        return Readiness::InProgress("no status yet".into());
+    }
+    let wanted = integer(object, "/spec/replicas").unwrap_or(1);
+    let replicas = integer(object, "/status/replicas").unwrap_or(0);
+    let updated = integer(object, "/status/updatedReplicas").unwrap_or(0);
+    let available = integer(object, "/status/availableReplicas").unwrap_or(0);
+    let ready = integer(object, "/status/readyReplicas").unwrap_or(0);
+    if wanted > replicas || wanted > updated {
+        return Readiness::InProgress(format!("{updated} of {wanted} replicas updated"));
+    }
+    if replicas > wanted {
+        return Readiness::InProgress(format!("{} old replicas pending termination", replicas - wanted));
+    }
+    if updated > available || wanted > ready {
+        return Readiness::InProgress(format!("{available} of {wanted} replicas available, {ready} ready"));
+    }
+    if object.pointer("/spec/progressDeadlineSeconds").is_some()
+        && !condition(object, "Progressing").is_some_and(|c| c.is_true() && c.field("reason") == "NewReplicaSetAvailable")
+    {
+        return Readiness::InProgress("rollout not finished (Progressing is not NewReplicaSetAvailable)".into());
+    }
+    if !is_true(object, "Available") {
+        return Readiness::InProgress("not Available".into());
+    }
+    Readiness::Ready
+}
+
+fn stateful_set(object: &Value) -> Readiness {
+    if text(object, "/spec/updateStrategy/type") == "OnDelete" {
+        return Readiness::Ready;
+    }
+    if !has_status(object) || integer(object, "/status/observedGeneration").is_none() {
+        return Readiness::InProgress("no status yet".into());
+    }
+    let wanted = integer(object, "/spec/replicas").unwrap_or(1);
+    let replicas = integer(object, "/status/replicas").unwrap_or(0);
+    let ready = integer(object, "/status/readyReplicas").unwrap_or(0);
+    if wanted > replicas || wanted > ready {
+        return Readiness::InProgress(format!("{ready} of {wanted} replicas ready"));
+    }
+    if replicas > wanted {
+        return Readiness::InProgress(format!("{} extra replicas pending termination", replicas - wanted));
+    }
+    if let Some(partition) = integer(object, "/spec/updateStrategy/rollingUpdate/partition") {
+        let updated = integer(object, "/status/updatedReplicas").unwrap_or(0);
+        return if updated < wanted - partition {
+            Readiness::InProgress(format!("{updated} of {} partitioned replicas updated", wanted - partition))
+        } else {
+            Readiness::Ready
+        };
+    }
+    let current = integer(object, "/status/currentReplicas").unwrap_or(0);
+    if wanted > current {
+        return Readiness::InProgress(format!("{current} of {wanted} replicas at the current revision"));
+    }
+    if text(object, "/status/currentRevision") != text(object, "/status/updateRevision") {
+        return Readiness::InProgress("update revision not rolled out".into());
+    }
+    Readiness::Ready
+}
+
+fn daemon_set(object: &Value) -> Readiness {
+    if generation_of(object).is_none() || integer(object, "/status/observedGeneration").is_none() {
+        return Readiness::InProgress("no status yet".into());
+    }
+    let Some(desired) = integer(object, "/status/desiredNumberScheduled") else {
+        return Readiness::InProgress("desired number of pods not known yet".into());
+    };
+    for (field, label) in [
+        ("/status/currentNumberScheduled", "scheduled"),
+        ("/status/updatedNumberScheduled", "updated"),
+        ("/status/numberAvailable", "available"),
+        ("/status/numberReady", "ready"),
+    ] {
+        let count = integer(object, field).unwrap_or(0);
+        if desired > count {
+            return Readiness::InProgress(format!("{count} of {desired} pods {label}"));
+        }
+    }
+    Readiness::Ready
+}
+
+fn job(object: &Value) -> Readiness {
+    if is_true(object, "Complete") {
+        return Readiness::Ready;
+    }
+    if let Some(failed) = condition(object, "Failed")
+        && failed.is_true()
+    {
+        return Readiness::Failed(format!("job failed: {}", failed.describe()));
+    }
+    if is_true(object, "Suspended") && object.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
+        return Readiness::Ready;
+    }
+    // NB: stricter than kstatus, which calls a started Job ready: a Job is a step that must finish.
+    let active = integer(object, "/status/active").unwrap_or(0);
+    Readiness::InProgress(format!("not complete ({active} active)"))
+}
+
+fn pod(object: &Value) -> Readiness {
+    match text(object, "/status/phase") {
+        "Succeeded" => return Readiness::Ready,
+        "Failed" => return Readiness::Failed(format!("pod failed: {}", text(object, "/status/reason"))),
+        "Running" if is_true(object, "Ready") => return Readiness::Ready,
+        _ => {}
+    }
+    let waiting = object
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.pointer("/state/waiting/reason").and_then(Value::as_str))
+        .next();
+    match waiting {
+        Some(reason) => Readiness::InProgress(format!("container waiting: {reason}")),
+        None => Readiness::InProgress("pod not ready".into()),
+    }
+}
+
+fn crd(object: &Value) -> Readiness {
+    if let Some(names) = condition(object, "NamesAccepted")
+        && names.field("status") == "False"
+    {
+        return Readiness::Failed(format!("names not accepted: {}", names.describe()));
+    }
+    match condition(object, "Established") {
+        Some(established) if established.is_true() => Readiness::Ready,
+        Some(established) if established.field("status") == "False" && established.field("reason") != "Installing" => {
+            Readiness::Failed(format!("not established: {}", established.describe()))
+        }
+        _ => Readiness::InProgress("not Established yet".into()),
+    }
+}
+
+fn certificate(object: &Value) -> Readiness {
+    if let Some(issuing) = condition(object, "Issuing")
+        && issuing.is_true()
+    {
+        return Readiness::InProgress(format!("issuing: {}", issuing.describe()));
+    }
+    match condition(object, "Ready") {
+        Some(ready) if ready.is_true() => Readiness::Ready,
+        Some(ready) => Readiness::InProgress(ready.describe()),
+        None => Readiness::InProgress("no status yet: cert-manager has not acted".into()),
+    }
+}
+
+fn cnpg_cluster(object: &Value) -> Readiness {
+    let phase = text(object, "/status/phase");
+    if is_true(object, "Ready") || phase == "Cluster in healthy state" {
+        return Readiness::Ready;
+    }
+    if phase.is_empty() {
+        return Readiness::InProgress("no status yet: the CNPG operator has not acted".into());
+    }
+    Readiness::InProgress(format!("phase: {phase}"))
+}
+
+fn rabbitmq_cluster(object: &Value) -> Readiness {
+    let all = is_true(object, "AllReplicasReady");
+    let available = is_true(object, "ClusterAvailable");
+    if all && available {
+        return Readiness::Ready;
+    }
+    if let Some(reconcile) = condition(object, "ReconcileSuccess")
+        && reconcile.field("status") == "False"
+    {
+        return Readiness::InProgress(reconcile.describe());
+    }
+    if !has_status(object) {
+        return Readiness::InProgress("no status yet: the RabbitMQ operator has not acted".into());
+    }
+    let missing: Vec<&str> =
+        [("AllReplicasReady", all), ("ClusterAvailable", available)].iter().filter(|(_, ok)| !ok).map(|(name, _)| *name).collect();
+    Readiness::InProgress(format!("waiting for {}", missing.join(" and ")))
+}
+
+fn flux(object: &Value, generation: Option<i64>) -> Readiness {
+    if object.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
+        return Readiness::InProgress("suspended (spec.suspend: true): Flux will not reconcile it".into());
+    }
+    let Some(ready) = condition(object, "Ready") else {
+        return Readiness::InProgress("no status yet: Flux has not acted".into());
+    };
+    if !ready.is_true() {
+        return Readiness::InProgress(ready.describe());
+    }
+    let observed = integer(object, "/status/observedGeneration");
+    let ready_observed = ready.0.get("observedGeneration").and_then(Value::as_i64);
+    if generation.is_some() && (observed != generation || ready_observed.is_some_and(|g| Some(g) != generation)) {
+        return Readiness::InProgress("Ready is from an older generation".into());
+    }
+    Readiness::Ready
+}
+
+fn argo_application(object: &Value) -> Readiness {
+    let sync = text(object, "/status/sync/status");
+    let health = text(object, "/status/health/status");
+    if sync == "Synced" && health == "Healthy" {
+        Readiness::Ready
+    } else if sync.is_empty() && health.is_empty() {
+        Readiness::InProgress("no status yet: Argo CD has not acted".into())
+    } else {
+        Readiness::InProgress(format!("sync {sync}, health {health}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn yaml(text: &str) -> Value {
+        serde_saphyr::from_str(text).expect("fixture YAML")
+    }
+
+    fn progress(object: &Value) -> String {
+        match readiness(object) {
+            Readiness::InProgress(reason) => reason,
+            other => panic!("expected in progress, got {other:?}"),
+        }
+    }
+
+    fn failed(object: &Value) -> String {
+        match readiness(object) {
+            Readiness::Failed(reason) => reason,
+            other => panic!("expected failed, got {other:?}"),
+        }
+    }
+
+    const DEPLOYMENT: &str = "
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: t, generation: 2}
+spec: {replicas: 2, progressDeadlineSeconds: 600}
+status:
+  observedGeneration: 2
+  replicas: 2
+  updatedReplicas: 2
+  readyReplicas: 2
+  availableReplicas: 2
+  conditions:
+  - {type: Available, status: 'True'}
+  - {type: Progressing, status: 'True', reason: NewReplicaSetAvailable}
+";
+
+    #[test]
+    fn deployment_rules() {
+        let ready = yaml(DEPLOYMENT);
+        assert_eq!(readiness(&ready), Readiness::Ready);
+        let mut old = ready.clone();
+        old["metadata"]["generation"] = json!(3);
+        assert!(progress(&old).contains("generation 3 not observed"));
+        let mut scaling = ready.clone();
+        scaling["status"]["availableReplicas"] = json!(1);
+        assert!(progress(&scaling).contains("1 of 2 replicas available"));
+        let mut rolling = ready.clone();
+        rolling["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
+        assert!(progress(&rolling).contains("rollout not finished"));
+        let mut unavailable = ready.clone();
+        unavailable["status"]["conditions"][0]["status"] = json!("False");
+        assert_eq!(progress(&unavailable), "not Available");
+        let mut deadline = ready.clone();
+        deadline["status"]["conditions"][1] =
+            json!({"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "rs api-1 timed out"});
+        assert!(failed(&deadline).contains("rs api-1 timed out"));
+        let fresh = yaml("{apiVersion: apps/v1, kind: Deployment, metadata: {name: a, generation: 1}, spec: {replicas: 1}}");
+        assert_eq!(progress(&fresh), "no status yet");
+        let terminating =
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z"}});
+        assert_eq!(progress(&terminating), "terminating");
+    }
+
+    #[test]
+    fn stalled_fails_and_reconciling_waits() {
+        let mut object = yaml(DEPLOYMENT);
+        object["status"]["conditions"] = json!([{"type": "Stalled", "status": "True", "reason": "Broken", "message": "bad"}]);
+        assert_eq!(failed(&object), "stalled: Stalled=True (Broken): bad");
+        object["status"]["conditions"] = json!([{"type": "Reconciling", "status": "True"}]);
+        assert!(progress(&object).starts_with("reconciling"));
+    }
+
+    #[test]
+    fn stateful_set_and_daemon_set_rules() {
+        let set = yaml(
+            "
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, generation: 1}
+spec: {replicas: 3}
+status: {observedGeneration: 1, replicas: 3, readyReplicas: 3, currentReplicas: 3, currentRevision: r1, updateRevision: r1}
+",
+        );
+        assert_eq!(readiness(&set), Readiness::Ready);
+        let mut partial = set.clone();
+        partial["status"]["readyReplicas"] = json!(2);
+        assert_eq!(progress(&partial), "2 of 3 replicas ready");
+        let mut revision = set.clone();
+        revision["status"]["updateRevision"] = json!("r2");
+        assert_eq!(progress(&revision), "update revision not rolled out");
+        let mut on_delete = partial.clone();
+        on_delete["spec"]["updateStrategy"] = json!({"type": "OnDelete"});
+        assert_eq!(readiness(&on_delete), Readiness::Ready);
+
+        let daemons = yaml(
+            "
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, generation: 1}
+status: {observedGeneration: 1, desiredNumberScheduled: 2, currentNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 2, numberReady: 1}
+",
+        );
+        assert_eq!(progress(&daemons), "1 of 2 pods ready");
+    }
+
+    #[test]
+    fn job_must_complete_and_failure_is_terminal() {
+        let running = yaml("{apiVersion: batch/v1, kind: Job, metadata: {name: init}, status: {startTime: x, active: 1}}");
+        assert_eq!(progress(&running), "not complete (1 active)");
+        let mut done = running.clone();
+        done["status"]["conditions"] = json!([{"type": "Complete", "status": "True"}]);
+        assert_eq!(readiness(&done), Readiness::Ready);
+        let mut broken = running;
+        broken["status"]["conditions"] = json!([{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}]);
+        assert_eq!(failed(&broken), "job failed: Failed=True (BackoffLimitExceeded): Job has reached the specified backoff limit");
+    }
+
+    #[test]
+    fn core_kinds() {
+        assert_eq!(readiness(&yaml("{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}")), Readiness::Ready);
+        assert_eq!(readiness(&yaml("{apiVersion: v1, kind: Namespace, metadata: {name: n}, status: {phase: Active}}")), Readiness::Ready);
+        assert_eq!(readiness(&yaml("{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: r}}")), Readiness::Ready);
+        let claim = yaml("{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}, status: {phase: Pending}}");
+        assert_eq!(progress(&claim), "phase Pending");
+        let bound = yaml("{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}, status: {phase: Bound}}");
+        assert_eq!(readiness(&bound), Readiness::Ready);
+        let balancer = yaml("{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {type: LoadBalancer}}");
+        assert_eq!(progress(&balancer), "no cluster IP yet");
+        let pod = yaml(
+            "{apiVersion: v1, kind: Pod, metadata: {name: p}, status: {phase: Pending, containerStatuses: [{state: {waiting: {reason: CrashLoopBackOff}}}]}}",
+        );
+        assert_eq!(progress(&pod), "container waiting: CrashLoopBackOff");
+    }
+
+    #[test]
+    fn crd_established_or_names_rejected() {
+        let installing = yaml(
+            "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+status:
+  conditions:
+  - {type: NamesAccepted, status: 'True'}
+  - {type: Established, status: 'False', reason: Installing}
+",
+        );
+        assert_eq!(progress(&installing), "not Established yet");
+        let mut established = installing.clone();
+        established["status"]["conditions"][1] = json!({"type": "Established", "status": "True"});
+        assert_eq!(readiness(&established), Readiness::Ready);
+        let mut clash = installing;
+        clash["status"]["conditions"][0] = json!({"type": "NamesAccepted", "status": "False", "reason": "ListKindConflict", "message": "\"WidgetList\" is already in use"});
+        assert!(failed(&clash).contains("ListKindConflict"));
+    }
+
+    #[test]
+    fn fresh_custom_resource_is_not_ready_but_istio_config_is() {
+        let issuer = yaml("{apiVersion: cert-manager.io/v1, kind: ClusterIssuer, metadata: {name: letsencrypt}, spec: {}}");
+        assert!(progress(&issuer).starts_with("no status yet"));
+        let mut issued = issuer;
+        issued["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+        assert_eq!(readiness(&issued), Readiness::Ready);
+        let sealed = yaml("{apiVersion: bitnami.com/v1alpha1, kind: SealedSecret, metadata: {name: s}, spec: {}}");
+        assert!(progress(&sealed).starts_with("no status yet"));
+        let service = yaml("{apiVersion: networking.istio.io/v1, kind: VirtualService, metadata: {name: v}, spec: {}}");
+        assert_eq!(readiness(&service), Readiness::Ready);
+    }
+
+    #[test]
+    fn certificate_ready_and_not_issuing() {
+        let issuing = yaml(
+            "
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: gateway, generation: 1}
+status:
+  conditions:
+  - {type: Ready, status: 'True', observedGeneration: 1}
+  - {type: Issuing, status: 'True', reason: Renewing}
+",
+        );
+        assert!(progress(&issuing).starts_with("issuing"));
+        let mut ready = issuing.clone();
+        ready["status"]["conditions"][1]["status"] = json!("False");
+        assert_eq!(readiness(&ready), Readiness::Ready);
+        let mut not_ready = ready;
+        not_ready["status"]["conditions"][0] = json!({"type": "Ready", "status": "False", "reason": "DoesNotExist"});
+        assert_eq!(progress(&not_ready), "Ready=False (DoesNotExist)");
+    }
+
+    #[test]
+    fn operator_custom_resources() {
+        let cnpg = yaml("{apiVersion: postgresql.cnpg.io/v1, kind: Cluster, metadata: {name: pg}, status: {phase: Setting up primary}}");
+        assert_eq!(progress(&cnpg), "phase: Setting up primary");
+        let mut healthy = cnpg.clone();
+        healthy["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+        assert_eq!(readiness(&healthy), Readiness::Ready);
+
+        let tenant =
+            yaml("{apiVersion: minio.min.io/v2, kind: Tenant, metadata: {name: m}, status: {currentState: Provisioning initial users}}");
+        assert_eq!(progress(&tenant), "current state: Provisioning initial users");
+        let initialized = yaml("{apiVersion: minio.min.io/v2, kind: Tenant, metadata: {name: m}, status: {currentState: Initialized}}");
+        assert_eq!(readiness(&initialized), Readiness::Ready);
+
+        let rabbit = yaml(
+            "
+apiVersion: rabbitmq.com/v1beta1
+kind: RabbitmqCluster
+metadata: {name: mq}
+status:
+  conditions:
+  - {type: AllReplicasReady, status: 'True'}
+  - {type: ClusterAvailable, status: 'False'}
+  - {type: Ready, status: 'True'}
+",
+        );
+        assert_eq!(progress(&rabbit), "waiting for ClusterAvailable");
+        let mut available = rabbit;
+        available["status"]["conditions"][1]["status"] = json!("True");
+        assert_eq!(readiness(&available), Readiness::Ready);
+    }
+
+    #[test]
+    fn flux_release_ready_at_current_generation_and_not_suspended() {
+        let release = yaml(
+            "
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: tfrs-operator, generation: 2}
+spec: {}
+status:
+  observedGeneration: 2
+  conditions:
+  - {type: Ready, status: 'True', observedGeneration: 2, reason: InstallSucceeded}
+",
+        );
+        assert_eq!(readiness(&release), Readiness::Ready);
+        let mut stale = release.clone();
+        stale["status"]["conditions"][0]["observedGeneration"] = json!(1);
+        assert_eq!(progress(&stale), "Ready is from an older generation");
+        let mut suspended = release.clone();
+        suspended["spec"]["suspend"] = json!(true);
+        assert!(progress(&suspended).starts_with("suspended"));
+        let fresh = yaml("{apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, metadata: {name: r, generation: 1}, spec: {}}");
+        assert_eq!(progress(&fresh), "no status yet: Flux has not acted");
+        let mut stalled = release;
+        stalled["status"]["conditions"] = json!([{"type": "Stalled", "status": "True", "reason": "InstallFailed"}]);
+        assert!(failed(&stalled).contains("InstallFailed"));
+    }
+
+    #[test]
+    fn argo_application_synced_and_healthy() {
+        let app = yaml(
+            "{apiVersion: argoproj.io/v1alpha1, kind: Application, metadata: {name: a}, status: {sync: {status: Synced}, health: {status: Progressing}}}",
+        );
+        assert_eq!(progress(&app), "sync Synced, health Progressing");
+        let mut healthy = app;
+        healthy["status"]["health"]["status"] = json!("Healthy");
+        assert_eq!(readiness(&healthy), Readiness::Ready);
+    }
+
+    #[test]
+    fn conditions_are_listed_for_reports() {
+        let object = json!({"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Waiting", "message": "pods"}]}});
+        assert_eq!(conditions(&object), vec!["Ready=False (Waiting): pods".to_owned()]);
+    }
+}
