@@ -90,7 +90,12 @@ fn from_file_cannot_leave_the_spec_directory() {
     let output = bounded(&["render", "fixtures/hostile-from-file-escape", "--out", out.to_str().unwrap()], LIMIT);
     assert_eq!(output.status.code(), Some(2), "{}", report(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("spec.imageRegistry.password") && stderr.contains("outside the spec file's directory") && stderr.contains("--allow-outside"), "{stderr}");
+    assert!(
+        stderr.contains("spec.imageRegistry.password")
+            && stderr.contains("outside the spec file's directory")
+            && stderr.contains("--allow-outside"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("PRIVATE KEY"), "never the content");
     assert!(!out.exists());
     let output = bounded(&["render", "fixtures/hostile-from-file-escape", "--out", out.to_str().unwrap(), "--allow-outside"], LIMIT);
@@ -103,7 +108,8 @@ fn control_characters_and_look_alikes_round_trip() {
     let out = dir.path().join("out");
     let output = bounded(&["render", "fixtures/hostile-control-characters", "--out", out.to_str().unwrap()], LIMIT);
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
-    let text = std::fs::read_to_string(out.join("clusters/controls/components/namespaces/t/servers/bot/config/configmap-bot-config.yaml")).unwrap();
+    let text = std::fs::read_to_string(out.join("clusters/controls/components/namespaces/t/servers/bot/config/configmap-bot-config.yaml"))
+        .unwrap();
     let data = tfrs_gitops::spec::yaml::parse(0, &text).unwrap()[0].to_json()["data"].clone();
     let expected = [
         ("NUL", "a\0b"),
@@ -119,6 +125,7 @@ fn control_characters_and_look_alikes_round_trip() {
         ("DATE", "2024-01-01"),
         ("TILDE", "~"),
         ("TEMPLATE", "{{ 7*7 }}{% raw %}{#"),
+        ("DEL_C1", "a\u{7f}b\u{9b}c\u{fffe}"),
     ];
     for (key, value) in expected {
         assert_eq!(data[key], value, "{key}");
@@ -137,7 +144,8 @@ fn huge_strings_round_trip_in_bounded_time() {
     let out = dir.path().join("out");
     let output = bounded(&["render", dir.path().to_str().unwrap(), "--out", out.to_str().unwrap()], LIMIT);
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
-    let text = std::fs::read_to_string(out.join("clusters/controls/components/namespaces/t/servers/bot/config/configmap-bot-config.yaml")).unwrap();
+    let text = std::fs::read_to_string(out.join("clusters/controls/components/namespaces/t/servers/bot/config/configmap-bot-config.yaml"))
+        .unwrap();
     let data = tfrs_gitops::spec::yaml::parse(0, &text).unwrap()[0].to_json()["data"].clone();
     assert_eq!(data["BIG"].as_str().map(str::len), Some(big.len()));
     assert_eq!(data["BIG"], big.as_str());

@@ -621,7 +621,7 @@ fn tenant_credentials_open_to_the_derived_values() {
     let minio = &opened["namespaces/acme-corp/minio/sealedsecret-acme-corp-minio-env.yaml"];
     let base64 = tfrs_gitops::spec::model::Generate { charset: tfrs_gitops::spec::model::Charset::Base64, ..default() };
     let root_password = derive("cluster/demo/namespace/acme-corp/minio/rootPassword", base64);
-    assert_eq!(minio["config.env"], format!("export MINIO_ROOT_USER='minio-root'\nexport MINIO_ROOT_PASSWORD='{root_password}'\n"));
+    assert_eq!(minio["config.env"], format!("export MINIO_ROOT_USER=\"minio-root\"\nexport MINIO_ROOT_PASSWORD=\"{root_password}\"\n"));
     let mq = &opened["namespaces/acme-corp/rabbitmq/sealedsecret-acme-corp-rabbitmq-credentials.yaml"];
     assert_eq!(mq["username"], "app");
     assert_eq!(mq["password"], derive("cluster/demo/namespace/acme-corp/rabbitmq/password", default()));
@@ -693,7 +693,7 @@ fn confz_holds_the_same_credentials_as_the_middleware_secrets() {
             let ts = secret("timescaledb", "umbrella-ts-credentials");
             assert_eq!(confz["timescaledb"]["password"].as_str(), Some(ts["password"].as_str()));
             let env = &secret("minio", "umbrella-minio-env")["config.env"];
-            let root_password = env.lines().nth(1).unwrap().strip_prefix("export MINIO_ROOT_PASSWORD='").unwrap().trim_end_matches('\'');
+            let root_password = env.lines().nth(1).unwrap().strip_prefix("export MINIO_ROOT_PASSWORD=\"").unwrap().trim_end_matches('"');
             assert_eq!(confz["cos"]["secret_key"].as_str(), Some(root_password));
             assert_eq!(confz["cos"]["bucket"].as_str(), Some(server), "each server has its own bucket");
         } else {
@@ -1055,4 +1055,62 @@ fn civil_date(days: u64) -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[test]
+fn a_git_work_tree_is_never_replaced_but_can_be_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-minimal", &out);
+    assert!(Command::new("git").args(["init", "-q"]).current_dir(&out).status().unwrap().success());
+    let output = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is a Git work tree"), "{}", report(&output));
+    assert!(out.join(".git").exists());
+    // `--check` writes nothing: it compares a checkout's `clusters/` with the render.
+    let check = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap(), "--check"]);
+    assert_eq!(check.status.code(), Some(0), "{}", report(&check));
+}
+
+#[test]
+fn credentials_the_middleware_would_misread_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRCluster\nmetadata: {{name: c}}\nspec:\n  ingress: {{domain: c.example.com}}\n  sealing: {{certFile: {}}}\n---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: {{name: t}}\nspec:\n  cluster: c\n  minio: {{rootUser: {{value: \"mi\\\"nio\"}}}}\n  redis: {{password: {{value: \"two words\"}}}}\n",
+            root().join("fixtures/demo/keys/sealed-secrets.pem").display()
+        ),
+    )
+    .unwrap();
+    let output = tfrs(&["render", spec.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("spec.minio.rootUser: may not contain") && stderr.contains("spec.redis.password: may not contain whitespace"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("two words") && !stderr.contains("mi\"nio"), "never the values");
+}
+
+#[test]
+fn rotating_the_redis_password_rolls_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-enterprise-full", &out);
+    let deployment =
+        || std::fs::read_to_string(out.join("clusters/full/components/namespaces/globex/redis/deployment-redis.yaml")).unwrap();
+    let before = deployment();
+    assert!(before.contains("checksum/credentials:"), "{before}");
+    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+        .args(["render", "fixtures/render-enterprise-full", "--out", out.to_str().unwrap()])
+        .current_dir(root())
+        .env("TFRS_MASTER_KEY", master_key())
+        .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
+        .env("TFRS_TEST_REDIS_PASSWORD", "a-rotated-redis-password")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    assert_ne!(before, deployment(), "the pod template changes, so Redis restarts with the new password");
 }

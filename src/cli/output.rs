@@ -87,6 +87,13 @@ pub fn check_writable(out: &Path) -> anyhow::Result<()> {
     if !out.is_dir() {
         bail!("`{}` exists and is not a directory", out.display());
     }
+    if out.join(".git").exists() {
+        bail!(
+            "`{}` is a Git work tree; `tfrs render` replaces its directory whole and would delete `.git`\n  hint: use `tfrs commit --repo {}` to write into a repository, or render into a directory of its own",
+            out.display(),
+            out.display()
+        );
+    }
     let empty = fs::read_dir(out).with_context(|| format!("cannot read `{}`", out.display()))?.next().is_none();
     if !empty && !out.join(MARKER).exists() {
         bail!(

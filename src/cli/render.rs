@@ -194,16 +194,26 @@ pub fn render_tree_with(
 /// Runs `tfrs render`.
 pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
     let out = output::resolve(&args.out)?;
-    output::recover(&out)?;
-    output::check_writable(&out)?;
+    if !args.check {
+        // NB: `--check` writes nothing, so it may compare against any directory, e.g. a Git
+        // checkout of the committed tree.
+        output::recover(&out)?;
+        output::check_writable(&out)?;
+    }
     let Some((spec, bundle)) = load(&args.inputs, &args.overlays)? else {
         return Ok(Status::Failure);
     };
     // The current tree is read once: for the sealing reuse, the change count and the write
     // (unchanged files are linked, not written).
-    let old = output::read_tree(&out)?;
+    let mut old = output::read_tree(&out)?;
+    if args.check {
+        // Only the rendered part of a checkout counts (not `.git/`, a README, other files).
+        old.retain(|path, _| path.starts_with("clusters/"));
+    }
     let previous = |relative: &str| old.get(relative).and_then(|bytes| output::parse_object(std::str::from_utf8(bytes).ok()?));
-    let Some(files) = render_tree_with(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), args.allow_outside, &previous)? else {
+    let Some(files) =
+        render_tree_with(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), args.allow_outside, &previous)?
+    else {
         return Ok(Status::Failure);
     };
     let changed = files.iter().filter(|(path, bytes)| old.get(*path) != Some(*bytes)).count();

@@ -205,7 +205,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     tenant::extend_graph(&mut graph, cluster_spec, &units);
     server::extend_graph(&mut graph, spec, &units);
     let depths = graph.depths();
-    let values = base_values(cluster, spec);
+    let (values, ingress_values) = base_values(cluster, spec);
     let engine_namespace = match cluster_spec.gitops.engine {
         GitopsEngine::Flux => FLUX_NAMESPACE,
         GitopsEngine::Argocd => ARGOCD_NAMESPACE,
@@ -215,7 +215,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     let mut components = Vec::new();
     for definition in DEFINITIONS {
         let id = format!("cluster/{}", definition.name);
-        if !graph.order().contains(&id) {
+        if !graph.contains(&id) {
             continue;
         }
         let mut namespaces: BTreeSet<String> = (definition.namespaces)(cluster_spec).into_iter().collect();
@@ -228,6 +228,11 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
         };
         let mut component_values = values.clone();
         component_values["labels"] = labels(&name, &id);
+        // NB: only cluster components see the per-server lists (hosts, routes, providers):
+        // copying them into every tenant and server component made rendering quadratic.
+        if let (Json::Object(target), Json::Object(extra)) = (&mut component_values, &ingress_values) {
+            target.extend(extra.clone());
+        }
         let mut secrets = Vec::new();
         match definition.name {
             "image-registry" => {
@@ -274,8 +279,9 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     Some(RenderedCluster { name, engine: cluster_spec.gitops.engine, backend: cluster_spec.sealing.backend, components, graph, gitops })
 }
 
-/// Values every cluster template sees.
-fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
+/// Values every template sees, and the per-server lists only cluster templates need (the
+/// Gateway's hosts, the routes of the cluster VirtualService, istiod's tracing providers).
+fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> (Json, Json) {
     let cluster_spec = &cluster.spec;
     let domain = &cluster_spec.ingress.domain;
     let mut tracing_providers = Vec::new();
@@ -314,7 +320,13 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
     let gateway_hosts: Vec<String> = [domain.clone(), format!("*.{domain}")].into_iter().chain(extra_gateway_hosts).collect();
     let mut cluster_json = serde_json::to_value(cluster_spec).unwrap_or(Json::Null);
     redact(&mut cluster_json);
-    json!({
+    let ingress = json!({
+        "gateway_hosts": gateway_hosts,
+        "certificate_hosts": hosts.into_iter().collect::<Vec<_>>(),
+        "tracing_providers": tracing_providers,
+        "robot_routes": robot_routes,
+    });
+    let base = json!({
         "engine": match cluster_spec.gitops.engine { GitopsEngine::Flux => "flux", GitopsEngine::Argocd => "argocd" },
         "flux_namespace": FLUX_NAMESPACE,
         "argocd_namespace": ARGOCD_NAMESPACE,
@@ -322,10 +334,6 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
         "cluster": {"name": cluster.name(), "spec": cluster_json},
         "issuer_name": match cluster_spec.ingress.tls.issuer { Issuer::Letsencrypt => "letsencrypt", Issuer::Selfsigned => "tfrs-ca" },
         "gateway_name": GATEWAY,
-        "gateway_hosts": gateway_hosts,
-        "certificate_hosts": hosts.into_iter().collect::<Vec<_>>(),
-        "tracing_providers": tracing_providers,
-        "robot_routes": robot_routes,
         "sops": cluster_spec.sealing.backend == SealingBackend::SopsAge,
         "billing": if cluster_spec.billing.enabled {
             json!({
@@ -339,7 +347,8 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Json {
             json!(false)
         },
         "labels": {},
-    })
+    });
+    (base, ingress)
 }
 
 /// Removes every credential field from the values templates see: templates never get a

@@ -51,6 +51,12 @@ impl Graph {
         &self.order
     }
 
+    /// Whether `id` is in the graph.
+    #[must_use]
+    pub fn contains(&self, id: &str) -> bool {
+        self.depends_on.contains_key(id)
+    }
+
     /// Direct dependencies of `id`.
     #[must_use]
     pub fn dependencies(&self, id: &str) -> &[String] {

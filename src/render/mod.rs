@@ -136,7 +136,17 @@ pub fn render(
 ) -> Result<Rendered, Problems> {
     let env =
         options.templates.environment().map_err(|error| Problems { diagnostics: vec![template_diagnostic(&error)], environment: false })?;
-    let mut context = Context { env: &env, files, inputs, master, errors: Vec::new(), warnings: Vec::new(), options, environment: false, resolved: Vec::new() };
+    let mut context = Context {
+        env: &env,
+        files,
+        inputs,
+        master,
+        errors: Vec::new(),
+        warnings: Vec::new(),
+        options,
+        environment: false,
+        resolved: Vec::new(),
+    };
     let mut clusters = Vec::new();
     for cluster in &spec.clusters {
         if let Some(rendered) = cluster::render(&mut context, spec, cluster) {

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use zeroize::Zeroizing;
 
 /// Where both workers find `config.toml`.
-pub const CONFZ_DIR: &str = "/etc/tfrobot";
+pub const CONFZ_DIR: &str = crate::spec::check::CONFZ_DIR;
 /// The injected key that always wins (DESIGN §4.3).
 pub const IMAGES_DIR_KEY: &str = "TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR";
 /// The per-robot schema key (personal namespaces default it).
@@ -83,7 +83,7 @@ pub fn extend_graph(graph: &mut Graph, spec: &Spec, units: &[Unit<'_>]) {
                     definition.after.iter().flat_map(|a| resolved.get(a).cloned().unwrap_or_default()).collect();
                 for name in definition.after_tenant {
                     let id = tenant::component_id(&unit.namespace, name);
-                    if graph.order().contains(&id) {
+                    if graph.contains(&id) {
                         depends_on.push(id);
                     }
                 }
@@ -178,7 +178,7 @@ pub(crate) fn render(
 
     for definition in DEFINITIONS {
         let id = component_id(namespace, name, definition.name);
-        if !graph.order().contains(&id) {
+        if !graph.contains(&id) {
             continue;
         }
         let scope = Scope {
@@ -222,10 +222,11 @@ pub(crate) fn render(
     }
 }
 
-/// The server's bucket: its own, named after it (bucket names are DNS-like, 3 to 63).
+/// The server's bucket: its own, named after it. Bucket names need 3 characters; a shorter
+/// server name gets `.robot`, which no server name (a DNS label, no dots) can collide with.
 #[must_use]
 pub fn bucket(server: &str) -> String {
-    if server.len() < 3 { format!("{server}-robot") } else { server.to_owned() }
+    if server.len() < 3 { format!("{server}.robot") } else { server.to_owned() }
 }
 
 /// The ConfigMap data: `configData`, with the injected keys (DESIGN §4.3). The cache directory

@@ -96,6 +96,7 @@ impl Templates {
         // NB: every template is YAML; every interpolated value is written as JSON, which is a
         // valid YAML flow scalar or collection, so it can never become structure.
         env.set_auto_escape_callback(|_| AutoEscape::Json);
+        env.set_formatter(yaml_safe_json);
         env.add_filter("merge", merge);
         env.add_filter("sha256", sha256);
         env.add_filter("text", text);
@@ -105,6 +106,26 @@ impl Templates {
         }
         Ok(env)
     }
+}
+
+/// Writes a value as JSON, like the JSON auto-escape, but also escapes every character YAML may not
+/// hold raw (DEL, C1 controls, U+FFFE/U+FFFF), which JSON leaves alone: a spec string with such a
+/// character still reads back as exactly that string. Safe strings (macro and block output) are
+/// written as they are.
+fn yaml_safe_json(out: &mut minijinja::Output, state: &mut minijinja::State, value: &Value) -> Result<(), minijinja::Error> {
+    if value.is_safe() || value.is_undefined() {
+        return minijinja::escape_formatter(out, state, value);
+    }
+    let json = serde_json::to_string(value).map_err(|e| minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string()))?;
+    let mut text = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c == '\u{7f}' || (('\u{80}'..='\u{9f}').contains(&c) && c != '\u{85}') || c == '\u{fffe}' || c == '\u{ffff}' {
+            text.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            text.push(c);
+        }
+    }
+    out.write_str(&text).map_err(|_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "cannot write template output"))
 }
 
 /// `a | merge(b)`: a map with the entries of both, `b` winning.
@@ -159,6 +180,17 @@ mod tests {
             .render(minijinja::context! { x => "x: y\n---\nkind: ClusterRole {{ z }}", m => minijinja::context!{ a => "b" } })
             .unwrap();
         assert_eq!(text, "a: \"x: y\\n---\\nkind: ClusterRole {{ z }}\"\nb: {\"a\":\"b\",\"k\":\"v\"}");
+    }
+
+    #[test]
+    fn characters_yaml_cannot_hold_raw_are_escaped() {
+        let mut templates = Templates::builtin();
+        templates.set("t.yaml", "a: {{ x }}\n");
+        let env = templates.environment().unwrap();
+        let value = "del\u{7f} c1\u{9b} nel\u{85} \u{fffe}";
+        let text = env.get_template("t.yaml").unwrap().render(minijinja::context! { x => value }).unwrap();
+        let parsed = crate::spec::yaml::parse(0, &text).unwrap();
+        assert_eq!(parsed[0].to_json()["a"], value, "{text}");
     }
 
     #[test]

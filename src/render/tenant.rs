@@ -100,7 +100,7 @@ pub fn extend_graph(graph: &mut Graph, cluster: &ClusterSpec, units: &[Unit<'_>]
             let mut depends_on: Vec<String> = definition.after.iter().flat_map(|a| resolved.get(a).cloned().unwrap_or_default()).collect();
             for name in definition.after_cluster {
                 let id = format!("cluster/{name}");
-                if graph.order().contains(&id) {
+                if graph.contains(&id) {
                     depends_on.push(id);
                 }
             }
@@ -174,6 +174,16 @@ pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'
     values["monitoring_namespaces"] = json!(MONITORING_NAMESPACES);
     values["platform_namespaces"] = json!(platform_namespaces(&cluster.spec, engine_namespace));
     values["pull_secret"] = json!(pull.map_or("", |p| p.name.as_str()));
+    // A keyed checksum of the Redis password, so rotating it rolls the Redis pod (which reads it
+    // only at start) together with the servers. Without a master key there is no key to hide
+    // it with, and no checksum.
+    values["redis_checksum"] = json!(match (context.master, &credentials.redis) {
+        (Some(master), Some(password)) => {
+            let binding = crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace, name: "redis" };
+            master.fingerprint_key().fingerprint(&binding, "password", password.as_bytes())
+        }
+        _ => String::new(),
+    });
     values["tenant"] = json!({
         "name": owner.name(),
         "type": match spec.kind { TenantType::Enterprise => "enterprise", TenantType::Personal => "personal" },
@@ -182,7 +192,7 @@ pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'
     });
     for definition in DEFINITIONS {
         let id = component_id(namespace, definition.name);
-        if !graph.order().contains(&id) {
+        if !graph.contains(&id) {
             continue;
         }
         let scope = Scope {
@@ -247,6 +257,7 @@ fn credentials(context: &mut Context<'_>, cluster: &str, unit: &Unit<'_>) -> Cre
         context.secret_text(owner, field, source, &path)
     };
     let mut credentials = Credentials::default();
+    let mut problems = Vec::new();
     if spec.postgresql.enabled {
         credentials.postgresql = resolve("spec.postgresql.password", &spec.postgresql.password);
     }
@@ -255,10 +266,26 @@ fn credentials(context: &mut Context<'_>, cluster: &str, unit: &Unit<'_>) -> Cre
     }
     if spec.redis.enabled {
         credentials.redis = resolve("spec.redis.password", &spec.redis.password);
+        if credentials.redis.as_ref().is_some_and(|v| !fit_for_redis_args(v)) {
+            problems.push(crate::spec::Diagnostic::error(
+                owner.locate("spec.redis.password"),
+                "spec.redis.password",
+                "may not contain whitespace or `*`, `?`, `[`: the Redis image passes `REDIS_ARGS` through the shell unquoted",
+            ));
+        }
     }
     if spec.minio.enabled {
         let user = resolve("spec.minio.rootUser", &spec.minio.root_user);
         let password = resolve("spec.minio.rootPassword", &spec.minio.root_password);
+        for (field, value) in [("spec.minio.rootUser", &user), ("spec.minio.rootPassword", &password)] {
+            if value.as_ref().is_some_and(|v| !fit_for_config_env(v)) {
+                problems.push(crate::spec::Diagnostic::error(
+                    owner.locate(field),
+                    field,
+                    "may not contain `\"`, `\\`, `$`, backticks or line breaks: MinIO reads `config.env` without shell unquoting",
+                ));
+            }
+        }
         credentials.minio = user.zip(password);
     }
     if spec.rabbitmq.enabled {
@@ -269,6 +296,7 @@ fn credentials(context: &mut Context<'_>, cluster: &str, unit: &Unit<'_>) -> Cre
     if spec.grafana.enabled {
         credentials.grafana = resolve("spec.grafana.adminPassword", &spec.grafana.admin_password);
     }
+    context.errors.extend(problems);
     credentials
 }
 
@@ -321,10 +349,14 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
             .minio
             .iter()
             .map(|(user, password)| {
+                // NB: MinIO reads `config.env` stripping one pair of outer quotes, with no shell
+                // unquoting; the init Job sources it with `sh`. Both agree on a double-quoted
+                // value free of `"`, `\`, `$`, backticks and line breaks, which
+                // `credentials` guarantees.
                 let env = Zeroizing::new(format!(
-                    "export MINIO_ROOT_USER={}\nexport MINIO_ROOT_PASSWORD={}\n",
-                    shell_quote(user),
-                    shell_quote(password)
+                    "export MINIO_ROOT_USER=\"{}\"\nexport MINIO_ROOT_PASSWORD=\"{}\"\n",
+                    user.as_str(),
+                    password.as_str()
                 ));
                 secret(format!("{namespace}-minio-env"), "Opaque", vec![("config.env", env.as_bytes())])
             })
@@ -351,9 +383,16 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
     }
 }
 
-/// `'…'` with embedded quotes escaped the POSIX way, for `config.env` (which MinIO sources).
-fn shell_quote(value: &str) -> String {
-    format!("'{}'", value.replace('\'', "'\\''"))
+/// Whether a value reads the same in MinIO's `config.env` parser and in `sh` when written as
+/// `"value"`.
+fn fit_for_config_env(value: &str) -> bool {
+    !value.chars().any(|c| matches!(c, '"' | '\\' | '$' | '`' | '\n' | '\r' | '\0'))
+}
+
+/// Whether a Redis password survives the image's unquoted `${REDIS_ARGS}` (no word splitting,
+/// no globbing).
+fn fit_for_redis_args(value: &str) -> bool {
+    !value.chars().any(|c| c.is_whitespace() || matches!(c, '*' | '?' | '['))
 }
 
 /// Removes every credential field from the tenant spec templates see.
@@ -379,7 +418,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shell_quoting_survives_any_password() {
-        assert_eq!(shell_quote("a'b$c\"d"), "'a'\\''b$c\"d'");
+    fn config_env_and_redis_characters() {
+        assert!(
+            fit_for_config_env("minio-root")
+                && fit_for_config_env("a'b c+/=")
+                && !fit_for_config_env("a\"b")
+                && !fit_for_config_env("$HOME")
+        );
+        assert!(fit_for_redis_args("p@ss/w:rd#%") && !fit_for_redis_args("two words") && !fit_for_redis_args("glob*"));
     }
 }

@@ -7,6 +7,7 @@ use super::model::{ClusterSpec, GitopsEngine, IngressType, Issuer, SealingBacken
 use super::schema::Kind;
 use super::schema::is_dns_label;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 /// Namespaces that the platform itself uses or that Kubernetes reserves.
 const RESERVED_NAMESPACES: &[&str] = &[
@@ -195,6 +196,7 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
             ("spec.billing.infisical.environment", billing.infisical.environment.is_empty()),
             ("spec.billing.infisical.clientId", billing.infisical.client_id.is_none()),
             ("spec.billing.infisical.clientSecret", billing.infisical.client_secret.is_none()),
+            ("spec.billing.infisical.expiresAt", billing.infisical.expires_at.is_empty()),
         ];
         for (path, missing) in required {
             if missing {
@@ -329,10 +331,13 @@ pub fn clock_checks(spec: &Spec, now_unix_seconds: i64) -> Vec<Diagnostic> {
     out
 }
 
+/// A project id rather than a slug: a UUID (with or without dashes) or a 24-digit hex object id.
 fn looks_like_uuid(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
-    parts.len() == 5
-        && [8, 4, 4, 4, 12].iter().zip(&parts).all(|(len, part)| part.len() == *len && part.bytes().all(|b| b.is_ascii_hexdigit()))
+    let dashed = parts.len() == 5
+        && [8, 4, 4, 4, 12].iter().zip(&parts).all(|(len, part)| part.len() == *len && part.bytes().all(|b| b.is_ascii_hexdigit()));
+    let bare = matches!(s.len(), 24 | 32) && s.bytes().all(|b| b.is_ascii_hexdigit());
+    dashed || bare
 }
 
 /// Every secret-valued field of a tenant, by path.
@@ -350,8 +355,23 @@ pub fn tenant_secrets(spec: &TenantSpec) -> Vec<(String, &SecretSource)> {
     ]
 }
 
+/// Where both workers find `config.toml` (the render engine mounts it there).
+pub const CONFZ_DIR: &str = "/etc/tfrobot";
+
 fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeSet<String>, out: &mut Vec<Diagnostic>) {
     let spec = &tenant.spec;
+    let cache = spec.shared_cache.cache_dir.trim_end_matches('/');
+    if spec.shared_cache.enabled && (cache.is_empty() || Path::new(cache).starts_with(CONFZ_DIR) || Path::new(CONFZ_DIR).starts_with(cache))
+    {
+        out.push(
+            Diagnostic::error(
+                tenant.locate("spec.sharedCache.cacheDir"),
+                "spec.sharedCache.cacheDir",
+                format!("the cache would be mounted over `/` or over the workers' configuration at `{CONFZ_DIR}`"),
+            )
+            .with_help("use a directory of its own, e.g. `/data/shared-cache`"),
+        );
+    }
     if !clusters.contains(&spec.cluster) {
         out.push(dangling(tenant.locate("spec.cluster"), "spec.cluster", "TFRCluster", &spec.cluster, clusters.iter().map(String::as_str)));
     }

@@ -214,9 +214,18 @@ fn is_date(s: &str) -> bool {
     if parts.len() != 3 || !digits(parts[0], 4) || !digits(parts[1], 2) || !digits(parts[2], 2) {
         return false;
     }
+    let year: u32 = parts[0].parse().unwrap_or(0);
     let month: u32 = parts[1].parse().unwrap_or(0);
     let day: u32 = parts[2].parse().unwrap_or(0);
-    (1..=12).contains(&month) && (1..=31).contains(&day)
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => 0,
+    };
+    (1..=days).contains(&day)
 }
 
 /// Checks `value` against the named format; `Err` holds what was expected.
@@ -569,6 +578,8 @@ mod tests {
         assert!(check_format("version", "latest").is_err());
         assert!(check_format("date", "2027-05-19").is_ok());
         assert!(check_format("date", "2027-13-19").is_err());
+        assert!(check_format("date", "2099-02-30").is_err());
+        assert!(check_format("date", "2028-02-29").is_ok() && check_format("date", "2027-02-29").is_err());
     }
 
     #[test]
