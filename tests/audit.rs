@@ -26,12 +26,8 @@ fn tfrs(args: &[&str]) -> Output {
 }
 
 fn git(repo: &Path, args: &[&str]) {
-    let output = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(repo)
-        .output()
-        .unwrap();
+    let output =
+        Command::new("git").args(["-c", "user.name=t", "-c", "user.email=t@example.com"]).args(args).current_dir(repo).output().unwrap();
     assert!(output.status.success(), "git {args:?}: {}", report(&output));
 }
 
@@ -48,14 +44,26 @@ fn audit_finds_every_planted_leak_and_never_prints_it() {
     assert!(String::from_utf8_lossy(&clean.stdout).starts_with("clean: "), "{}", report(&clean));
 
     // Plant leaks of a derived password and of a fromFile token, each in another encoding.
-    let master = tfrs_gitops::secrets::MasterKey::from_hex(std::fs::read_to_string(root().join("fixtures/demo/keys/master.key")).unwrap().trim()).unwrap();
-    let derived = master.derive("cluster/demo/namespace/acme-corp/postgresql/password", &tfrs_gitops::spec::model::Generate::default()).to_string();
+    let master =
+        tfrs_gitops::secrets::MasterKey::from_hex(std::fs::read_to_string(root().join("fixtures/demo/keys/master.key")).unwrap().trim())
+            .unwrap();
+    let derived =
+        master.derive("cluster/demo/namespace/acme-corp/postgresql/password", &tfrs_gitops::spec::model::Generate::default()).to_string();
     let token = std::fs::read_to_string(root().join("fixtures/demo/secrets/registry-password.txt")).unwrap().trim_end().to_owned();
     git(&repo, &["checkout", "-q", "-f", "main"]);
     let plants = [
         ("notes/raw.txt", format!("password={derived}\n")),
         ("notes/b64.yaml", format!("data: {}\n", base64::engine::general_purpose::STANDARD.encode(format!("user:x\npass:{derived}\n")))),
-        ("notes/url.txt", format!("https://u:{}@h/\n", token.bytes().map(|b| if b.is_ascii_alphanumeric() { char::from(b).to_string() } else { format!("%{b:02X}") }).collect::<String>())),
+        (
+            "notes/url.txt",
+            format!(
+                "https://u:{}@h/\n",
+                token
+                    .bytes()
+                    .map(|b| if b.is_ascii_alphanumeric() { char::from(b).to_string() } else { format!("%{b:02X}") })
+                    .collect::<String>()
+            ),
+        ),
         ("notes/json.json", format!("{{\"t\": {}}}\n", serde_json::to_string(&token).unwrap())),
     ];
     for (path, content) in &plants {
@@ -81,5 +89,9 @@ fn audit_finds_every_planted_leak_and_never_prints_it() {
     // In a commit message too.
     git(&repo, &["commit", "-q", "--allow-empty", "-m", &format!("rotate {derived}")]);
     let message = tfrs(&["audit", "fixtures/demo", "--repo", repo.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&message.stdout).contains("message: `cluster/demo/namespace/acme-corp/postgresql/password`"), "{}", report(&message));
+    assert!(
+        String::from_utf8_lossy(&message.stdout).contains("message: `cluster/demo/namespace/acme-corp/postgresql/password`"),
+        "{}",
+        report(&message)
+    );
 }

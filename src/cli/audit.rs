@@ -71,7 +71,12 @@ pub fn run(args: &AuditArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
         writeln!(stdout, "{leaks} leak{} in {commits} commits of `{}`", if leaks == 1 { "" } else { "s" }, args.reference)?;
         return Ok(Status::Failure);
     }
-    writeln!(stdout, "clean: {} secrets searched in {commits} commits of `{}` (raw, base64, percent- and JSON-escaped)", scanner.len(), args.reference)?;
+    writeln!(
+        stdout,
+        "clean: {} secrets searched in {commits} commits of `{}` (raw, base64, percent- and JSON-escaped)",
+        scanner.len(),
+        args.reference
+    )?;
     Ok(Status::Success)
 }
 
