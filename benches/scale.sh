@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Whole-process comparisons on the scale platform (docs/performance.md):
+#   cold `tfrs render` vs `cp -a` of the tree it wrote; vs `kubectl kustomize` at a tenth of the
+#   scale; re-render of unchanged specs; one server changed (render + commit, files touched);
+#   `tfrs commit` into an empty repository vs `git add -A && git commit`; peak memory; growth
+#   from 500 to 2,000 to 8,000 servers.
+#
+# usage: benches/scale.sh [WORKDIR]
+#   env: TENANTS=200 SERVERS=2000 RUNS=3 (medians of RUNS), GROWTH="500 2000 8000" (empty: skip),
+#        KUSTOMIZE=1 (0: skip), TFRS=target/release/tfrs, GEN=target/release/examples/gen-scale
+#   Build first: cargo build --release --bin tfrs --example gen-scale
+# Prints one line per figure; ratios are computed in this one run. No figure is asserted.
+set -euo pipefail
+
+TENANTS=${TENANTS:-200}
+SERVERS=${SERVERS:-2000}
+RUNS=${RUNS:-3}
+GROWTH=${GROWTH-500 2000 8000}
+KUSTOMIZE=${KUSTOMIZE:-1}
+TARGET=${CARGO_TARGET_DIR:-target}
+TFRS=$(realpath "${TFRS:-$TARGET/release/tfrs}")
+GEN=$(realpath "${GEN:-$TARGET/release/examples/gen-scale}")
+W=$(realpath -m "${1:-${TMPDIR:-/tmp}/tfrs-scale}")
+rm -rf "$W" && mkdir -p "$W"
+export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@localhost GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@localhost
+
+now() { date +%s.%N; }
+# seconds taken by "$@" (stdout and stderr to $W/last.log)
+timed() { local t0 t1; t0=$(now); "$@" >"$W/last.log" 2>&1; t1=$(now); echo "$t1 - $t0" | bc -l; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "%.3f", m}'; }
+ratio() { echo "scale=3; $1 / $2" | bc -l | sed 's/^\./0./'; }
+render() { "$TFRS" render "$1" --master-key-file "$1/keys/master.key" --out "$2"; }
+
+echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
+echo "# platform: $TENANTS tenants, $SERVERS servers; medians of $RUNS runs; tfrs: $TFRS"
+"$GEN" --tenants "$TENANTS" --servers "$SERVERS" --out "$W/spec" >/dev/null
+
+# Cold render vs cp -a of the same tree.
+cold=() copy=()
+for _ in $(seq "$RUNS"); do
+  rm -rf "$W/out" "$W/copy"
+  cold+=("$(timed render "$W/spec" "$W/out")")
+  copy+=("$(timed cp -a "$W/out" "$W/copy")")
+done
+COLD=$(median "${cold[@]}") CP=$(median "${copy[@]}")
+FILES=$(find "$W/out" -type f | wc -l) BYTES=$(du -sb "$W/out" | cut -f1)
+echo "cold render: ${COLD} s ($FILES files, $((BYTES / 1000000)) MB)"
+echo "cp -a of the tree: ${CP} s"
+echo "ratio render/cp: $(ratio "$COLD" "$CP") (goal <= 3)"
+
+# Peak memory of a cold render.
+rm -rf "$W/out"
+/usr/bin/time -f '%M' -o "$W/maxrss" "$TFRS" render "$W/spec" --master-key-file "$W/spec/keys/master.key" --out "$W/out" >/dev/null
+echo "peak memory of the cold render: $(($(cat "$W/maxrss") / 1024)) MB (goal < 300)"
+
+# Re-render of unchanged specs into the existing tree.
+rm -rf "$W/before" && cp -a "$W/out" "$W/before"
+again=()
+for _ in $(seq "$RUNS"); do again+=("$(timed render "$W/spec" "$W/out")"); done
+AGAIN=$(median "${again[@]}")
+CHANGED=$(diff -r "$W/before" "$W/out" | wc -c)
+echo "re-render, unchanged: ${AGAIN} s, $(grep -o '([0-9]* changed' "$W/last.log" | tr -d '('), diff -r: $CHANGED bytes"
+echo "ratio re-render/cold: $(ratio "$AGAIN" "$COLD") (goal <= 0.3, 0 changed bytes)"
+
+# tfrs commit of the full tree into an empty (bare) repository vs git add -A && git commit.
+tc=() gc=()
+for _ in $(seq "$RUNS"); do
+  rm -rf "$W/repo.git" "$W/plain" && git init -q --bare -b main "$W/repo.git"
+  tc+=("$(timed "$TFRS" commit "$W/spec" --master-key-file "$W/spec/keys/master.key" --repo "$W/repo.git" --author 'bench <bench@localhost>')")
+  git init -q -b main "$W/plain" && cp -a "$W/out/clusters" "$W/plain/"
+  gc+=("$(timed sh -c "cd '$W/plain' && git add -A && git commit -q -m render")")
+done
+TC=$(median "${tc[@]}") GC=$(median "${gc[@]}")
+echo "tfrs commit, full tree, empty repo (render included): ${TC} s"
+echo "git add -A && git commit of the same files: ${GC} s"
+echo "ratio tfrs commit/git: $(ratio "$TC" "$GC") (goal <= 1.0); without the render: $(ratio "$(echo "$TC - $COLD" | bc -l)" "$GC")"
+
+# One server changed: render into the existing tree, and commit.
+"$GEN" --tenants "$TENANTS" --servers "$SERVERS" --change 0 --out "$W/spec1" >/dev/null
+rm -rf "$W/out1" && cp -a "$W/out" "$W/out1"
+R1=$(timed render "$W/spec1" "$W/out1")
+echo "one server changed, render: ${R1} s, $(grep -o '([0-9]* changed' "$W/last.log" | tr -d '(')"
+C1=$(timed "$TFRS" commit "$W/spec1" --master-key-file "$W/spec1/keys/master.key" --repo "$W/repo.git" --author 'bench <bench@localhost>')
+TOUCHED=$(git --git-dir="$W/repo.git" diff --name-only HEAD~1 HEAD)
+OTHERS=$(grep -cv '/servers/robot00000/' <<<"$TOUCHED" || true)
+echo "one server changed, commit: ${C1} s, $(wc -l <<<"$TOUCHED") files touched, $OTHERS outside servers/robot00000/"
+sed 's/^/  /' <<<"$TOUCHED"
+
+# kubectl kustomize on the same tree at a tenth of the scale (every component directory).
+if [ "$KUSTOMIZE" = 1 ]; then
+  T10=$((TENANTS / 10)) S10=$((SERVERS / 10))
+  "$GEN" --tenants "$T10" --servers "$S10" --out "$W/spec10" >/dev/null
+  render "$W/spec10" "$W/out10" >/dev/null
+  root="$W/out10/clusters/scale"
+  { echo "apiVersion: kustomize.config.k8s.io/v1beta1"; echo "kind: Kustomization"; echo "resources:"
+    (cd "$root" && find components gitops -name kustomization.yaml -printf '  - %h\n' | sort); } >"$W/all.yaml"
+  cp "$W/all.yaml" "$root/kustomization.yaml"
+  K=$(timed kubectl kustomize "$root")
+  echo "kubectl kustomize, $T10 tenants / $S10 servers: ${K} s ($(grep -c '^kind:' "$W/last.log") objects)"
+  echo "ratio cold render (full scale) / kustomize (tenth): $(ratio "$COLD" "$K") (goal <= 0.05)"
+fi
+
+# Growth: cold render at several sizes (tenants grow with servers, one per ten).
+for s in $GROWTH; do
+  "$GEN" --tenants $((s / 10)) --servers "$s" --out "$W/spec-$s" >/dev/null
+  times=()
+  for _ in $(seq "$RUNS"); do rm -rf "$W/out-$s"; times+=("$(timed render "$W/spec-$s" "$W/out-$s")"); done
+  t=$(median "${times[@]}")
+  echo "growth: $s servers: ${t} s, $(echo "scale=2; 1000 * $t / $s" | bc -l) ms per server"
+  rm -rf "$W/out-$s" "$W/spec-$s"
+done
