@@ -476,15 +476,23 @@ async fn bench_wall_time_vs_critical_path() {
     let rollout = demo_rollout(out.path());
     let sim = Sim::start(Config::default()).await;
     prepare_demo(&sim, &rollout);
-    // Recorded readiness delays per component (ms), spread 100..=900.
-    let delays: Vec<Duration> = (0..rollout.plan.components.len()).map(|i| Duration::from_millis(100 + (i as u64 * 173) % 801)).collect();
+    // Recorded readiness delays per component, spread 1..=9 units (default unit 1 s, as
+    // operators take seconds; TFRS_BENCH_UNIT_MS scales them).
+    let unit: u64 = std::env::var("TFRS_BENCH_UNIT_MS").ok().and_then(|u| u.parse().ok()).unwrap_or(1000);
+    let delays: Vec<Duration> =
+        (0..rollout.plan.components.len()).map(|i| Duration::from_millis(unit * (1 + (i as u64 * 7) % 9))).collect();
     for (objects, delay) in rollout.objects.iter().zip(&delays) {
         for object in objects {
             sim.behave(&ObjectRef::of(object).id(), Behaviour::ReadyAfter(*delay));
         }
     }
     let concurrency: usize = std::env::var("TFRS_BENCH_CONCURRENCY").ok().and_then(|c| c.parse().ok()).unwrap_or(64);
-    let (outcome, _) = run(&sim, &rollout, &Options { concurrency, poll_interval: Duration::from_millis(50), ..options() }).await;
+    let (outcome, _) = run(
+        &sim,
+        &rollout,
+        &Options { concurrency, poll_interval: Duration::from_secs(2), timeout: Some(Duration::from_secs(120)), ..options() },
+    )
+    .await;
     assert!(outcome.is_ready());
     let graph = Graph::new(&rollout.plan).expect("graph");
     let critical = critical_path(&graph, &delays);

@@ -160,7 +160,7 @@ pub struct ReconcileArgs {
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
     /// Components applied and awaited at the same time.
-    #[arg(long, default_value_t = 8, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
     /// Timeout of each component, like `90s` or `5m` (default: per kind, see docs/reconcile.md;
     /// 5m for a HelmRelease without `spec.timeout`, 10m for Jobs and databases).

@@ -70,7 +70,8 @@ pub struct Options {
     pub concurrency: usize,
     /// The timeout of every component; `None` uses [`default_timeout`] per component.
     pub timeout: Option<Duration>,
-    /// The longest pause between two readiness polls (polls start at 100 ms and slow down).
+    /// The longest pause between two readiness polls (a pause is a tenth of the time waited so
+    /// far, at least 50 ms, at most this).
     pub poll_interval: Duration,
     /// Apply, dry run or verify only.
     pub mode: Mode,
@@ -83,7 +84,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            concurrency: 8,
+            concurrency: 16,
             timeout: None,
             poll_interval: Duration::from_secs(2),
             mode: Mode::Apply,
@@ -556,7 +557,7 @@ async fn wait_ready(
 ) -> std::result::Result<(), Failure> {
     let references: Vec<ObjectRef> = objects.iter().map(|o| ObjectRef::of(o)).collect();
     let mut last: Vec<(Readiness, Vec<String>)> = vec![(Readiness::InProgress("not checked yet".into()), Vec::new()); objects.len()];
-    let mut pause = Duration::from_millis(100);
+    let waiting_since = Instant::now();
     let mut shown = String::new();
     loop {
         for (i, reference) in references.iter().enumerate() {
@@ -605,9 +606,12 @@ async fn wait_ready(
             report(Status::Waiting, detail.clone());
             shown = detail;
         }
+        // NB: the pause grows with the time already waited (a tenth of it, 50 ms at least), so
+        // noticing readiness late costs at most about 10% of a component's duration, without
+        // hammering the API server during long waits.
+        let pause = (waiting_since.elapsed() / 10).clamp(Duration::from_millis(50), options.poll_interval.max(Duration::from_millis(50)));
         let left = deadline.saturating_duration_since(Instant::now());
         tokio::time::sleep(pause.min(left)).await;
-        pause = pause.mul_f64(1.5).min(options.poll_interval);
     }
 }
 

@@ -162,7 +162,9 @@ pub fn id_of(object: &Value) -> String {
 pub fn has_controller(object: &Value) -> bool {
     let group = group_of(text(object, "/apiVersion"));
     match (group, text(object, "/kind")) {
-        ("apps", "Deployment" | "StatefulSet" | "DaemonSet") | ("batch", "Job") | ("", "PersistentVolumeClaim" | "Namespace") => true,
+        ("apps", "Deployment" | "StatefulSet" | "DaemonSet") | ("batch", "Job") | ("", "PersistentVolumeClaim") => true,
+        // NB: the API server itself makes a Namespace Active at once.
+        ("", "Namespace") => false,
         ("apiextensions.k8s.io", _) => true,
         (group, _) if group.is_empty() || !group.contains('.') || group.ends_with(".k8s.io") => false,
         (group, _) => !group.ends_with("istio.io"),
@@ -434,6 +436,11 @@ impl State {
         let id = id_of(&object);
         if !has_controller(&object) {
             self.lives.entry(id).or_default().ready = Some(now);
+            if text(&object, "/kind") == "Namespace"
+                && let Some(stored) = self.objects.get_mut(key)
+            {
+                stored.object["status"] = json!({"phase": "Active"});
+            }
             return;
         }
         let behaviour = self.behaviour(&object);
