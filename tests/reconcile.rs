@@ -400,6 +400,36 @@ async fn cli_progress_json_exit_codes_and_verify_only() {
     assert!(stderr.contains("error: component `db` timed out after 1s: 1 object not ready\n  `Deployment/app/db`: "), "{stderr}");
     assert!(stderr.contains("skipped because `db` failed: `api`"), "{stderr}");
 
+    // Spec inputs are rendered in memory; verify-only against a cluster without them writes
+    // nothing and names what is missing.
+    let writes = sim.writes().len();
+    let output = tokio::task::spawn_blocking({
+        let kubeconfig = kubeconfig.clone();
+        move || {
+            tfrs()
+                .current_dir(common::root())
+                .args([
+                    "reconcile",
+                    "fixtures/demo",
+                    "--master-key-file",
+                    "fixtures/demo/keys/master.key",
+                    "--verify-only",
+                    "--timeout",
+                    "0",
+                ])
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .output()
+                .expect("run tfrs")
+        }
+    })
+    .await
+    .expect("join");
+    assert_eq!(output.status.code(), Some(1), "{}", common::report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("error: component `cluster/cert-manager` timed out after 0ms: 2 objects not ready\n  `OCIRepository/flux-system/cert-manager`: not found"), "{stderr}");
+    assert_eq!(sim.writes().len(), writes, "verify-only wrote");
+
     // No API server: exit 2.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = closed.local_addr().expect("address").port();

@@ -214,9 +214,12 @@ impl Printer {
         }
     }
 
+    /// Stops any spinner still running; finished steps stay on the screen.
     fn finish(self) {
-        if let Printer::Spinners { bars, .. } = self {
-            let _ = bars.clear();
+        if let Printer::Spinners { running, .. } = self {
+            for bar in running.into_values() {
+                bar.abandon();
+            }
         }
     }
 }

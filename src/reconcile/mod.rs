@@ -445,8 +445,9 @@ fn summary(changes: [usize; 3], mode: Mode) -> String {
     }
 }
 
-/// What the whole plan creates, for dry runs (a CR whose CRD or a namespace the plan creates
-/// cannot be dry-run before they exist).
+/// What the whole plan creates, for dry runs (a CR whose CRD or a namespace the plan creates,
+/// directly or through a HelmRelease's `install.createNamespace`, cannot be dry-run before they
+/// exist).
 struct Context {
     planned_kinds: BTreeSet<(String, String)>,
     planned_namespaces: BTreeSet<String>,
@@ -466,6 +467,15 @@ impl Context {
                 }
                 ("", "Namespace") => {
                     planned_namespaces.insert(reference.name);
+                }
+                // NB: a Flux HelmRelease with `install.createNamespace` creates its target
+                // namespace when it installs (cert-manager, istio-system in the demo).
+                ("helm.toolkit.fluxcd.io", "HelmRelease")
+                    if object.pointer("/spec/install/createNamespace").and_then(Value::as_bool) == Some(true) =>
+                {
+                    if let Some(namespace) = object.pointer("/spec/targetNamespace").and_then(Value::as_str) {
+                        planned_namespaces.insert(namespace.to_owned());
+                    }
                 }
                 _ => {}
             }

@@ -192,25 +192,30 @@ pub fn demo(apiserver: &Path, tfrs: &Path) {
         let flux = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}});
         namespaces.patch("flux-system", &PatchParams::apply("e2e-setup"), &Patch::Apply(&flux)).await.expect("flux-system");
 
-        let references: Vec<ObjectRef> = rollout.objects.iter().flatten().map(ObjectRef::of).collect();
-        let stop = Arc::new(AtomicBool::new(false));
-        let helper = tokio::spawn(controllers(client.clone(), references, stop.clone()));
-
         let cluster = out.join("clusters/demo");
         let run = |extra: &'static [&'static str]| {
             let (tfrs, cluster, kubeconfig) = (tfrs.to_path_buf(), cluster.clone(), kubeconfig.clone());
             tokio::task::spawn_blocking(move || {
-                Command::new(tfrs)
-                    .arg("reconcile")
-                    .arg(&cluster)
-                    .arg("--kubeconfig")
-                    .arg(&kubeconfig)
-                    .args(["--timeout", "2m", "--poll-interval", "300ms"])
-                    .args(extra)
-                    .output()
-                    .expect("run tfrs")
+                let mut command = Command::new(tfrs);
+                command.arg("reconcile").arg(&cluster).arg("--kubeconfig").arg(&kubeconfig).args(["--poll-interval", "300ms"]);
+                if !extra.contains(&"--timeout") {
+                    command.args(["--timeout", "2m"]);
+                }
+                command.args(extra).output().expect("run tfrs")
             })
         };
+
+        // A server-side dry run of the whole plan persists nothing: objects whose Namespace the
+        // plan creates count as "would be created".
+        let output = run(&["--dry-run"]).await.expect("join");
+        assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
+        assert!(String::from_utf8_lossy(&output.stdout).starts_with("dry-ran cluster `demo`"), "{}", common::report(&output));
+        assert!(namespaces.get_opt("acme-corp").await.expect("get").is_none(), "the dry run created a namespace");
+
+        let references: Vec<ObjectRef> = rollout.objects.iter().flatten().map(ObjectRef::of).collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let helper = tokio::spawn(controllers(client.clone(), references, stop.clone()));
+
         let output = run(&["--progress", "json"]).await.expect("join");
         assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
         let events = String::from_utf8_lossy(&output.stdout).lines().filter(|l| l.contains("\"ready\"")).count();
@@ -222,6 +227,28 @@ pub fn demo(apiserver: &Path, tfrs: &Path) {
         assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(stdout.starts_with(&format!("verified cluster `demo`: {} components ready", rollout.plan.components.len())), "{stdout}");
+
+        // A Deployment that loses its replicas (the helper is stopped): verify-only names it.
+        let redis = ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("acme-corp".into()),
+            name: "redis".into(),
+            file: String::new(),
+        };
+        let deployments = api_for(&client, &redis).await.expect("deployments");
+        let patch = json!({"status": {"readyReplicas": 0, "availableReplicas": 0, "conditions": [{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."}]}});
+        deployments.patch_status("redis", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("status");
+        let output = run(&["--verify-only", "--timeout", "2s"]).await.expect("join");
+        assert_eq!(output.status.code(), Some(1), "{}", common::report(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("error: component `namespaces/acme-corp/redis` timed out after 2s: 1 object not ready\n  `Deployment/acme-corp/redis`: 0 of 1 replicas available, 0 ready\n    Available=False (MinimumReplicasUnavailable): Deployment does not have minimum availability."),
+            "{stderr}"
+        );
+        assert!(stderr.contains("skipped because `namespaces/acme-corp/redis` failed: "), "{stderr}");
+        let patch = json!({"status": ready_status(&serde_json::to_value(deployments.get("redis").await.expect("redis")).expect("json"))});
+        deployments.patch_status("redis", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("status");
 
         // A second apply changes nothing.
         let output = run(&[]).await.expect("join");
