@@ -4,7 +4,7 @@
 # (tests/reconcile.rs) and by .ci/run. See docs/reconcile.md and
 # ../shared/reference/kube-testing.md §1.
 #
-#   scripts/kube-apiserver.sh build   # build if missing; prints the binary path (~15 min cold)
+#   scripts/kube-apiserver.sh build   # build if missing; prints the binary path (~10-15 min cold)
 #   scripts/kube-apiserver.sh path    # prints the binary path if built, else exits 1
 #
 # The build lives outside the clone, under $TFRS_KUBE_CACHE (default /var/cache/tfrs-kube),
@@ -46,11 +46,17 @@ case "$cmd" in
   *) echo "usage: $0 build|path" >&2; exit 2 ;;
 esac
 
-install_debs
 if [ -x "$bin" ]; then
+  # Built already: only the runtime tools are needed.
+  if ! command -v etcd >/dev/null || ! command -v openssl >/dev/null; then
+    need_root
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server openssl >/dev/null
+  fi
   echo "$bin"
   exit 0
 fi
+install_debs
 
 mkdir -p "$cache/src" "$cache/bin" "$cache/apt"
 exec 9>"$cache/build.lock"

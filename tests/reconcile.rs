@@ -260,6 +260,24 @@ async fn never_ready_times_out_naming_component_objects_and_conditions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_too_slow_to_answer_is_a_timeout_not_a_hang() {
+    let sim = Sim::start(Config::default()).await;
+    sim.behave("Deployment/app/db", Behaviour::Never);
+    sim.fault(Fault {
+        method: Some("GET"),
+        path: "/deployments/db".into(),
+        action: FaultAction::Delay(Duration::from_secs(30)),
+        times: 1000,
+    });
+    let rollout = rollout(&small());
+    let (outcome, _) = run(&sim, &rollout, &Options { timeout: Some(Duration::from_secs(1)), ..options() }).await;
+    let ComponentResult::Failed(failure) = result(&outcome, "db") else { panic!("db did not fail") };
+    assert_eq!(failure.reason, Reason::TimedOut(Duration::from_secs(1)), "{failure}");
+    assert!(!failure.is_connection());
+    assert_eq!(failure.unready[0].object, "Deployment/app/db");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terminal_failure_fails_fast() {
     let sim = Sim::start(Config::default()).await;
     sim.behave("Job/app/migrate", Behaviour::FailAfter(Duration::from_millis(20)));

@@ -506,10 +506,15 @@ async fn run_component(
     timeout: Duration,
     report: &(dyn Fn(Status, String) + Sync),
 ) -> std::result::Result<[usize; 3], Failure> {
-    let api_failure = |object: &Value, cause: Cause| Failure {
-        component: component.to_owned(),
-        reason: Reason::Api { object: ObjectRef::of(object).id(), cause },
-        unready: Vec::new(),
+    let api_failure = |object: &Value, cause: Cause| {
+        let object = ObjectRef::of(object).id();
+        // NB: a transient error that outlived the deadline is the component timing out (exit 1),
+        // not the API server being unreachable.
+        if cause.is_transient() && Instant::now() >= deadline {
+            let unready = vec![Unready { object, reason: format!("not applied: {cause}"), conditions: Vec::new() }];
+            return Failure { component: component.to_owned(), reason: Reason::TimedOut(timeout), unready };
+        }
+        Failure { component: component.to_owned(), reason: Reason::Api { object, cause }, unready: Vec::new() }
     };
     let mut sorted: Vec<&Value> = objects.iter().collect();
     sorted.sort_by_key(|o| {
@@ -577,7 +582,13 @@ async fn wait_ready(
             match target.get(reference, deadline).await {
                 Ok(Some(live)) => last[i] = (wait::readiness(&live), wait::conditions(&live)),
                 Ok(None) => last[i] = (Readiness::InProgress("not found".into()), Vec::new()),
-                Err(cause) if cause.is_transient() && Instant::now() < deadline => {}
+                // NB: a read that keeps failing transiently (retries spent, or the deadline hit
+                // during a slow answer) is not the component's failure yet: the object keeps its
+                // last verdict, with the error, and the deadline decides.
+                Err(cause) if cause.is_transient() => {
+                    let conditions = std::mem::take(&mut last[i].1);
+                    last[i] = (Readiness::InProgress(format!("last read failed: {cause}")), conditions);
+                }
                 Err(cause) => {
                     return Err(Failure {
                         component: component.to_owned(),

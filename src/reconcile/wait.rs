@@ -387,6 +387,9 @@ fn flux(object: &Value, generation: Option<i64>) -> Readiness {
     }
     let observed = integer(object, "/status/observedGeneration");
     let ready_observed = ready.0.get("observedGeneration").and_then(Value::as_i64);
+    if generation.is_some() && observed.is_none() {
+        return Readiness::InProgress("Ready without status.observedGeneration: the current generation is not reported yet".into());
+    }
     if generation.is_some() && (observed != generation || ready_observed.is_some_and(|g| Some(g) != generation)) {
         return Readiness::InProgress("Ready is from an older generation".into());
     }
@@ -649,6 +652,9 @@ status:
         let mut stale = release.clone();
         stale["status"]["conditions"][0]["observedGeneration"] = json!(1);
         assert_eq!(progress(&stale), "Ready is from an older generation");
+        let mut unreported = release.clone();
+        unreported["status"].as_object_mut().expect("status").remove("observedGeneration");
+        assert!(progress(&unreported).starts_with("Ready without status.observedGeneration"));
         let mut suspended = release.clone();
         suspended["spec"]["suspend"] = json!(true);
         assert!(progress(&suspended).starts_with("suspended"));
