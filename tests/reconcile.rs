@@ -407,6 +407,27 @@ async fn cli_progress_json_exit_codes_and_verify_only() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("[5/5] api ... ready"));
     assert_eq!(sim.writes().len(), writes, "verify-only wrote");
 
+    // `--context` picks a context of the kubeconfig the kubectl way (its current one is dead).
+    let two = dir.path().join("two-contexts");
+    std::fs::write(
+        &two,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:9\n- name: sim\n  cluster:\n    server: {url}\nusers:\n- name: sim\n  user:\n    token: sim\ncontexts:\n- name: dead\n  context:\n    cluster: dead\n    user: sim\n- name: sim\n  context:\n    cluster: sim\n    user: sim\ncurrent-context: dead\n",
+            url = sim.url
+        ),
+    )
+    .expect("kubeconfig");
+    let with_two = |extra: &[&str]| {
+        let mut args = base(extra);
+        let at = args.iter().position(|a| a == "--kubeconfig").expect("flag") + 1;
+        args[at] = two.display().to_string();
+        args
+    };
+    let output = binary(with_two(&["--context", "sim", "--verify-only"])).await;
+    assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
+    let output = binary(with_two(&["--context", "nope", "--verify-only"])).await;
+    assert_eq!(output.status.code(), Some(2), "{}", common::report(&output));
+
     sim.behave("Deployment/app/db", Behaviour::Never);
     // A spec change makes the fake controller act again; `db` now never becomes ready.
     let mut changed = small();
