@@ -90,7 +90,7 @@ fn rollout(components: &[(&str, Vec<&str>, Vec<Value>)]) -> Rollout {
     }
     files.insert("plan.json".into(), serde_json::to_vec_pretty(&plan).expect("plan"));
     let plan = Plan::parse(&files["plan.json"]).expect("plan");
-    Rollout::load(plan, &|f| files.get(f).cloned()).expect("rollout")
+    Rollout::load(plan, &|f| files.get(f).cloned(), None).expect("rollout")
 }
 
 /// Writes a rollout's files (JSON is YAML) into `dir`, for the binary.
@@ -484,6 +484,52 @@ async fn cli_progress_json_exit_codes_and_verify_only() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("a unit is required"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sops_secrets_are_refused_or_decrypted_with_an_age_identity() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let specs = dir.path().join("demo");
+    common::copy_dir(&common::root().join("fixtures/demo"), &specs);
+    let cluster_spec = std::fs::read_to_string(specs.join("cluster.yaml")).expect("cluster.yaml");
+    let sops = cluster_spec.replace(
+        "backend: sealed-secrets\n    certFile: keys/sealed-secrets.pem",
+        "backend: sops-age\n    ageRecipients: [age1763reswr756hamsur7pj5sq2slkhpr9zenkp94ua0sjallefrqqsgwe89c]",
+    );
+    assert_ne!(sops, cluster_spec, "the demo's sealing block moved");
+    std::fs::write(specs.join("cluster.yaml"), sops).expect("write");
+    let out = dir.path().join("out");
+    let output = tfrs()
+        .arg("render")
+        .arg(&specs)
+        .arg("--master-key-file")
+        .arg(specs.join("keys/master.key"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("render");
+    assert!(output.status.success(), "{}", common::report(&output));
+    let cluster = out.join("clusters/demo");
+    let plan = Plan::parse(&std::fs::read(cluster.join("plan.json")).expect("plan.json")).expect("plan");
+    let read = |f: &str| std::fs::read(cluster.join(f)).ok();
+
+    let refused = Rollout::load(plan.clone(), &read, None).expect_err("SOPS Secrets without an identity");
+    assert!(refused.to_string().contains("is SOPS-encrypted and cannot be applied as-is: pass `--age-identity KEY`"), "{refused}");
+    let output = tfrs().arg("reconcile").arg(&cluster).arg("--kubeconfig").arg(dir.path().join("none")).output().expect("run");
+    assert_eq!(output.status.code(), Some(2), "{}", common::report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is SOPS-encrypted"), "{}", common::report(&output));
+
+    let identity = std::fs::read_to_string(common::root().join("fixtures/demo/keys/age.txt")).expect("identity");
+    let rollout = Rollout::load(plan, &read, Some(&identity)).expect("decrypted");
+    let secrets: Vec<&Value> = rollout.objects.iter().flatten().filter(|o| o["kind"] == "Secret").collect();
+    assert!(!secrets.is_empty(), "the sops-age demo has Secrets");
+    assert!(secrets.iter().all(|s| s.get("sops").is_none() && (s.get("data").is_some() || s.get("stringData").is_some())));
+    let sim = Sim::start(Config::default()).await;
+    prepare_demo(&sim, &rollout);
+    let (outcome, _) = run(&sim, &rollout, &Options { concurrency: 16, ..options() }).await;
+    assert!(outcome.is_ready(), "{:?}", outcome.failures());
+    let applied = sim.object(&ObjectRef::of(secrets[0]).id()).expect("the Secret was applied");
+    assert!(applied.get("sops").is_none());
+}
+
 // ---------------------------------------------------------------------------------------------
 // The demo plan.
 
@@ -499,7 +545,7 @@ fn demo_rollout(out: &Path) -> Rollout {
     assert!(output.status.success(), "{}", common::report(&output));
     let cluster = out.join("clusters/demo");
     let plan = Plan::parse(&std::fs::read(cluster.join("plan.json")).expect("plan.json")).expect("plan");
-    Rollout::load(plan, &|f| std::fs::read(cluster.join(f)).ok()).expect("rollout")
+    Rollout::load(plan, &|f| std::fs::read(cluster.join(f)).ok(), None).expect("rollout")
 }
 
 /// A plural the way CRDs in the demo spell them.

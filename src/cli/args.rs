@@ -187,6 +187,10 @@ pub struct ReconcileArgs {
     /// stdout).
     #[arg(long, value_enum, default_value = "human")]
     pub progress: ProgressFormat,
+    /// An age identity file (`AGE-SECRET-KEY-1...` lines) to decrypt SOPS-encrypted Secrets
+    /// (the `sops-age` backend) before applying them; without it they are refused.
+    #[arg(long, value_name = "KEY")]
+    pub age_identity: Option<PathBuf>,
     /// Spec inputs only: apply this overlay after `spec.overlays`; repeatable.
     #[arg(long = "overlay", value_name = "NAME|PATH")]
     pub overlays: Vec<String>,

@@ -76,6 +76,13 @@ async fn client(args: &ReconcileArgs) -> anyhow::Result<kube::Client> {
 /// Reads the rollout from a rendered directory, or renders spec inputs in memory; `None` after
 /// reporting invalid specs.
 fn load(args: &ReconcileArgs) -> anyhow::Result<Option<Rollout>> {
+    let identity = match &args.age_identity {
+        Some(path) => Some(zeroize::Zeroizing::new(
+            std::fs::read_to_string(path).with_context(|| format!("cannot read age identity `{}`", path.display()))?,
+        )),
+        None => None,
+    };
+    let identity = identity.as_deref().map(String::as_str);
     if let [dir] = args.inputs.as_slice()
         && dir.is_dir()
         && (dir.join("plan.json").is_file() || dir.join("clusters").is_dir())
@@ -100,7 +107,8 @@ fn load(args: &ReconcileArgs) -> anyhow::Result<Option<Rollout>> {
             bail!("`{}` is the plan of cluster `{}`, not `{wanted}`", plan_path.display(), plan.cluster);
         }
         let read = |relative: &str| std::fs::read(cluster_dir.join(relative)).ok();
-        let rollout = Rollout::load(plan, &read).with_context(|| format!("cannot load the plan in `{}`", cluster_dir.display()))?;
+        let rollout =
+            Rollout::load(plan, &read, identity).with_context(|| format!("cannot load the plan in `{}`", cluster_dir.display()))?;
         return Ok(Some(rollout));
     }
     let Some((spec, bundle)) = super::render::load(&args.inputs, &args.overlays)? else {
@@ -118,7 +126,7 @@ fn load(args: &ReconcileArgs) -> anyhow::Result<Option<Rollout>> {
     let plan_bytes = files.get(&format!("{prefix}plan.json")).context("the render produced no plan")?;
     let plan = Plan::parse(plan_bytes)?;
     let read = |relative: &str| files.get(&format!("{prefix}{relative}")).cloned();
-    Ok(Some(Rollout::load(plan, &read).context("cannot load the rendered plan")?))
+    Ok(Some(Rollout::load(plan, &read, identity).context("cannot load the rendered plan")?))
 }
 
 fn pick(names: &[String], wanted: Option<&str>, place: &Path) -> anyhow::Result<String> {

@@ -36,13 +36,22 @@ pub enum Error {
         /// What the file holds.
         found: String,
     },
-    /// A SOPS-encrypted Secret cannot be applied.
+    /// A SOPS-encrypted Secret cannot be applied as it is, and no age identity was given.
     #[error(
-        "`{object}` is SOPS-encrypted and cannot be applied as-is: reconcile needs the `sealed-secrets` backend (or let Flux decrypt it)"
+        "`{object}` is SOPS-encrypted and cannot be applied as-is: pass `--age-identity KEY` to decrypt it, use the `sealed-secrets` backend, or let Flux decrypt it"
     )]
     SopsSecret {
         /// The Secret.
         object: String,
+    },
+    /// A SOPS-encrypted Secret did not decrypt with the given age identity.
+    #[error("`{object}`: cannot decrypt the SOPS file")]
+    Decrypt {
+        /// The Secret.
+        object: String,
+        /// Why (never a value).
+        #[source]
+        source: crate::secrets::sops::Error,
     },
 }
 
@@ -142,13 +151,14 @@ pub struct Rollout {
 
 impl Rollout {
     /// Reads every object of the plan through `file` (a path relative to the cluster directory
-    /// to its bytes).
+    /// to its bytes). SOPS-encrypted Secrets are decrypted with `age_identity` (the text of an
+    /// `age-keygen` file); without one they are refused.
     ///
     /// # Errors
     ///
     /// Missing or unparsable files, files holding another object than the plan says, and
-    /// SOPS-encrypted Secrets.
-    pub fn load(plan: Plan, file: &dyn Fn(&str) -> Option<Vec<u8>>) -> Result<Self, Error> {
+    /// SOPS-encrypted Secrets without an identity or that do not decrypt.
+    pub fn load(plan: Plan, file: &dyn Fn(&str) -> Option<Vec<u8>>, age_identity: Option<&str>) -> Result<Self, Error> {
         let mut objects = Vec::with_capacity(plan.components.len());
         for component in &plan.components {
             let mut list = Vec::with_capacity(component.objects.len());
@@ -179,7 +189,11 @@ impl Rollout {
                     return Err(Error::Mismatch { file: reference.file.clone(), expected: reference.id(), found: found.id() });
                 }
                 if object.get("sops").is_some() {
-                    return Err(Error::SopsSecret { object: reference.id() });
+                    let Some(identity) = age_identity else {
+                        return Err(Error::SopsSecret { object: reference.id() });
+                    };
+                    object = crate::secrets::sops::decrypt(&object, identity)
+                        .map_err(|source| Error::Decrypt { object: reference.id(), source })?;
                 }
                 strip(&mut object);
                 default_protocols(&mut object);
@@ -261,8 +275,9 @@ mod tests {
     #[test]
     fn loads_and_strips_status() {
         let plan = Plan::parse(PLAN.as_bytes()).expect("plan");
-        let rollout = Rollout::load(plan, &files("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns1}\nstatus: {x: 1}\n"))
-            .expect("load");
+        let rollout =
+            Rollout::load(plan, &files("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns1}\nstatus: {x: 1}\n"), None)
+                .expect("load");
         assert!(rollout.objects[0][0].get("status").is_none());
         assert_eq!(ObjectRef::of(&rollout.objects[0][0]).id(), "ConfigMap/ns1/c");
     }
@@ -270,13 +285,13 @@ mod tests {
     #[test]
     fn refuses_mismatch_missing_and_sops() {
         let plan = Plan::parse(PLAN.as_bytes()).expect("plan");
-        let error = Rollout::load(plan.clone(), &files("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: ns1}\n"))
+        let error = Rollout::load(plan.clone(), &files("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: ns1}\n"), None)
             .expect_err("mismatch");
         assert_eq!(error.to_string(), "`a/c.yaml` holds `ConfigMap/ns1/other`, but the plan says `ConfigMap/ns1/c`");
-        let error = Rollout::load(plan.clone(), &|_| None).expect_err("missing");
+        let error = Rollout::load(plan.clone(), &|_| None, None).expect_err("missing");
         assert_eq!(error.to_string(), "`a/c.yaml` (component `cluster/a`) is missing");
         let sops = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns1}\nsops: {mac: x}\n";
-        assert!(matches!(Rollout::load(plan, &files(sops)), Err(Error::SopsSecret { .. })));
+        assert!(matches!(Rollout::load(plan, &files(sops), None), Err(Error::SopsSecret { .. })));
     }
 
     #[test]
