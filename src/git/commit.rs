@@ -228,7 +228,7 @@ pub fn commit(repo: &Repository, options: &CommitOptions<'_>, render: &mut Rende
             (base, None)
         } else {
             let old = old_files(repo, &base_tree, &files).map_err(read)?;
-            let diff = diff::diff(&old, &files);
+            let diff = diff::changes(&old, &files);
             let signature = Signature::now(&options.author.name, &options.author.email).map_err(Error::Write)?;
             let tree = repo.find_tree(new_tree).map_err(Error::Write)?;
             let parent = base.map(|oid| repo.find_commit(oid)).transpose().map_err(Error::Write)?;

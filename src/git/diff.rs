@@ -12,6 +12,7 @@
 //! `tfrs.turingfocus.cn/fingerprints` annotation (or, without fingerprints, the ciphertext).
 
 use crate::secrets::fingerprint::ANNOTATION;
+use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
@@ -203,9 +204,14 @@ impl Diff {
     pub fn summary(&self) -> String {
         const MAX_LINES: usize = 20;
         let mut text = String::new();
+        // NB: entries are sorted by cluster then component, so each component's entries are the
+        // next run of `counts` entries (one pass, not one scan of every entry per component).
+        let mut rest = self.entries.as_slice();
         for ((cluster, component), counts) in self.components() {
             text.push_str(&format!("{cluster} {component}: {}\n", counts_text(&counts)));
-            let entries: Vec<&Entry> = self.entries.iter().filter(|e| e.cluster == cluster && e.component == component).collect();
+            let run = rest.iter().take_while(|e| e.cluster == cluster && e.component == component).count();
+            let (entries, tail) = rest.split_at(run);
+            rest = tail;
             for entry in entries.iter().take(MAX_LINES) {
                 let mut line = format!("  {} {}", entry.change, entry.title());
                 let secrets: Vec<String> = entry
@@ -280,8 +286,15 @@ struct Sealed {
 type Key = (String, String, String);
 
 fn items(files: &Files) -> BTreeMap<Key, Item> {
-    let mut out = BTreeMap::new();
-    for (path, bytes) in files {
+    // Files are parsed in parallel, then inserted in path order (as one pass would).
+    let parsed: Vec<Vec<(Key, Item)>> = files.par_iter().map(|(path, bytes)| file_items(path, bytes)).collect();
+    parsed.into_iter().flatten().collect()
+}
+
+/// The items of one file: its objects, or the file itself when it holds none.
+fn file_items(path: &str, bytes: &[u8]) -> Vec<(Key, Item)> {
+    let mut out = Vec::new();
+    {
         let (cluster, component) = locate(path);
         let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
         let text = String::from_utf8_lossy(bytes);
@@ -296,17 +309,17 @@ fn items(files: &Files) -> BTreeMap<Key, Item> {
             .collect();
         if objects.is_empty() {
             let item = Item {
-                path: path.clone(),
+                path: path.to_owned(),
                 kind: None,
                 namespace: None,
                 name: None,
-                raw: bytes.clone(),
-                file: bytes.clone(),
+                raw: bytes.to_vec(),
+                file: bytes.to_vec(),
                 text: if std::str::from_utf8(bytes).is_ok() { text.into_owned() } else { "<binary>\n".to_owned() },
                 sealed: BTreeMap::new(),
             };
-            out.insert((cluster.clone(), component.clone(), format!("1\0{path}")), item);
-            continue;
+            out.push(((cluster.clone(), component.clone(), format!("1\0{path}")), item));
+            return out;
         }
         for object in objects {
             let kind = object.get("kind").and_then(Json::as_str).unwrap_or_default().to_owned();
@@ -316,16 +329,16 @@ fn items(files: &Files) -> BTreeMap<Key, Item> {
             let text = crate::manifest::to_yaml(&masked).unwrap_or_else(|_| "<unprintable>\n".to_owned());
             let key = format!("0\0{kind}\0{}\0{name}", namespace.as_deref().unwrap_or(""));
             let item = Item {
-                path: path.clone(),
+                path: path.to_owned(),
                 kind: Some(kind),
                 namespace,
                 name: Some(name),
                 raw: object.to_string().into_bytes(),
-                file: bytes.clone(),
+                file: bytes.to_vec(),
                 text,
                 sealed,
             };
-            out.insert((cluster.clone(), component.clone(), key), item);
+            out.push(((cluster.clone(), component.clone(), key), item));
         }
     }
     out
@@ -429,8 +442,21 @@ fn unified(old: &str, new: &str, old_path: &str, new_path: &str) -> String {
 /// ```
 #[must_use]
 pub fn diff(old: &Files, new: &Files) -> Diff {
-    let old = items(old);
-    let new = items(new);
+    compare(&items(old), &items(new), true)
+}
+
+/// As [`diff`], for a commit message: no unified diffs (`Entry::diff` is empty), and files
+/// whose path and bytes are the same on both sides are not parsed (they hold the same
+/// objects, so they can only compare equal).
+#[must_use]
+pub fn changes(old: &Files, new: &Files) -> Diff {
+    let differs = |path: &String, bytes: &Vec<u8>, other: &Files| other.get(path) != Some(bytes);
+    let old_changed: Files = old.iter().filter(|(p, b)| differs(p, b, new)).map(|(p, b)| (p.clone(), b.clone())).collect();
+    let new_changed: Files = new.iter().filter(|(p, b)| differs(p, b, old)).map(|(p, b)| (p.clone(), b.clone())).collect();
+    compare(&items(&old_changed), &items(&new_changed), false)
+}
+
+fn compare(old: &BTreeMap<Key, Item>, new: &BTreeMap<Key, Item>, with_unified: bool) -> Diff {
     let mut keys: Vec<&Key> = old.keys().chain(new.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -446,7 +472,11 @@ pub fn diff(old: &Files, new: &Files) -> Diff {
         let Some(item) = b.or(a) else { continue };
         let old_path = a.map_or("/dev/null", |i| i.path.as_str());
         let new_path = b.map_or("/dev/null", |i| i.path.as_str());
-        let diff = unified(a.map_or("", |i| i.text.as_str()), b.map_or("", |i| i.text.as_str()), old_path, new_path);
+        let diff = if with_unified {
+            unified(a.map_or("", |i| i.text.as_str()), b.map_or("", |i| i.text.as_str()), old_path, new_path)
+        } else {
+            String::new()
+        };
         entries.push(Entry {
             change,
             cluster: key.0.clone(),
