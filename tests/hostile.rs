@@ -17,7 +17,7 @@ fn root() -> PathBuf {
 
 /// Runs tfrs; fails if it runs longer than `limit` (then it is killed) or dies of a signal.
 fn bounded(args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    let child = Command::new(env!("CARGO_BIN_EXE_tfrs"))
         .args(args)
         .current_dir(root())
         .env("TFRS_MASTER_KEY", std::fs::read_to_string(root().join("fixtures/demo/keys/master.key")).unwrap().trim())

@@ -93,18 +93,14 @@ fn scan_tree(
         let name = entry.name().unwrap_or("<non-utf8>");
         let path = if prefix.is_empty() { name.to_owned() } else { format!("{prefix}/{name}") };
         match entry.kind() {
-            Some(ObjectType::Tree) => {
-                if seen.insert(entry.id()) {
-                    let subtree = repo.find_tree(entry.id())?;
-                    scan_tree(repo, &subtree, &path, scanner, seen, found)?;
-                }
+            Some(ObjectType::Tree) if seen.insert(entry.id()) => {
+                let subtree = repo.find_tree(entry.id())?;
+                scan_tree(repo, &subtree, &path, scanner, seen, found)?;
             }
-            Some(ObjectType::Blob) => {
-                if seen.insert(entry.id()) {
-                    let blob = repo.find_blob(entry.id())?;
-                    for hit in scanner.scan(blob.content()) {
-                        found.push((path.clone(), hit));
-                    }
+            Some(ObjectType::Blob) if seen.insert(entry.id()) => {
+                let blob = repo.find_blob(entry.id())?;
+                for hit in scanner.scan(blob.content()) {
+                    found.push((path.clone(), hit));
                 }
             }
             _ => {}

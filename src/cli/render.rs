@@ -30,7 +30,7 @@ pub(crate) fn load_with_clock(bundle: &Bundle) -> crate::spec::Loaded {
             loaded.spec = None;
         }
         loaded.diagnostics.extend(found);
-        loaded.diagnostics.sort_by(|a, b| a.origin.cmp(&b.origin));
+        loaded.diagnostics.sort_by_key(|d| d.origin);
     }
     loaded
 }
@@ -235,7 +235,10 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         writeln!(stdout, "out of date: {changed} files would change and {removed} would be removed in `{}`", args.out.display())?;
         return Ok(Status::Failure);
     }
-    output::write(&out, &files, &old)?;
+    // NB: a tree that already holds exactly these files is left as it is (nothing to swap).
+    if changed > 0 || removed > 0 || !out.join(output::MARKER).exists() {
+        output::write(&out, &files, &old)?;
+    }
     let objects = files.keys().filter(|p| p.ends_with(".yaml") && !p.ends_with("kustomization.yaml")).count();
     writeln!(
         stdout,
