@@ -265,7 +265,8 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
             secrets,
         });
     }
-    let frame = Frame { cluster, graph: &graph, depths: &depths, base: &values, pull: pull_secret.as_ref(), engine_namespace };
+    let base = minijinja::Value::from(minijinja::value::Serde(&values));
+    let frame = Frame { cluster, graph: &graph, depths: &depths, base: &base, pull: pull_secret.as_ref(), engine_namespace };
     for unit in &units {
         let credentials = tenant::render(context, &frame, unit, &mut components);
         for server in server::servers(spec, unit) {

@@ -168,8 +168,8 @@ pub(crate) struct Frame<'a> {
     pub(crate) graph: &'a Graph,
     /// Depth of every component.
     pub(crate) depths: &'a BTreeMap<String, usize>,
-    /// Values every template sees.
-    pub(crate) base: &'a Json,
+    /// Values every template sees, converted for the templates once.
+    pub(crate) base: &'a minijinja::Value,
     /// The pull Secret, when the registry has credentials.
     pub(crate) pull: Option<&'a PlainSecret>,
     /// `flux-system` or `argocd`.
@@ -243,8 +243,26 @@ impl Context<'_> {
 
     /// Renders template `name` with `values` and checks every object it yields.
     pub(crate) fn objects(&mut self, name: &str, values: &Json, scope: &check::Scope, origin: Origin) -> Vec<Resource> {
-        let rendered =
-            self.env.get_template(name).and_then(|template| template.render(minijinja::Value::from(minijinja::value::Serde(values))));
+        self.objects_value(name, minijinja::Value::from(minijinja::value::Serde(values)), scope, origin)
+    }
+
+    /// As [`Context::objects`], with `values` layered over `base` (already converted once per
+    /// cluster): a component's own keys win. Converting the shared values once instead of for
+    /// every component is a quarter of a large render.
+    pub(crate) fn objects_over(
+        &mut self,
+        name: &str,
+        values: &Json,
+        base: &minijinja::Value,
+        scope: &check::Scope,
+        origin: Origin,
+    ) -> Vec<Resource> {
+        let own = minijinja::Value::from(minijinja::value::Serde(values));
+        self.objects_value(name, minijinja::context! { ..own, ..base.clone() }, scope, origin)
+    }
+
+    fn objects_value(&mut self, name: &str, values: minijinja::Value, scope: &check::Scope, origin: Origin) -> Vec<Resource> {
+        let rendered = self.env.get_template(name).and_then(|template| template.render(values));
         match rendered {
             Ok(text) => match check::objects(name, &text, scope) {
                 Ok(objects) => objects,

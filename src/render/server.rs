@@ -155,7 +155,7 @@ pub(crate) fn render(
         map.remove("secretData");
         map.remove("confzData");
     }
-    let mut values = base.clone();
+    let mut values = json!({});
     values["namespace"] = json!(namespace);
     values["database"] = json!(namespace);
     values["names"] = tenant::names(namespace);
@@ -189,8 +189,13 @@ pub(crate) fn render(
         };
         let mut component_values = values.clone();
         component_values["labels"] = labels(cluster_name, &id);
-        let objects =
-            context.objects(&format!("server/{}.yaml", definition.name), &component_values, &scope, server.locate("metadata.name"));
+        let objects = context.objects_over(
+            &format!("server/{}.yaml", definition.name),
+            &component_values,
+            base,
+            &scope,
+            server.locate("metadata.name"),
+        );
         let mut secrets = Vec::new();
         if definition.name == "config" {
             let secret = |suffix: &str, data: BTreeMap<String, Zeroizing<Vec<u8>>>| PlainSecret {

@@ -165,7 +165,7 @@ pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'
     let credentials = credentials(context, cluster_name, unit);
     let mut tenant_json = serde_json::to_value(spec).unwrap_or(Json::Null);
     redact(&mut tenant_json);
-    let mut values = base.clone();
+    let mut values = json!({});
     values["namespace"] = json!(namespace);
     values["database"] = json!(namespace);
     values["names"] = names(namespace);
@@ -203,8 +203,13 @@ pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'
         };
         let mut component_values = values.clone();
         component_values["labels"] = labels(cluster_name, &id);
-        let objects =
-            context.objects(&format!("tenant/{}.yaml", definition.name), &component_values, &scope, owner.locate("metadata.name"));
+        let objects = context.objects_over(
+            &format!("tenant/{}.yaml", definition.name),
+            &component_values,
+            base,
+            &scope,
+            owner.locate("metadata.name"),
+        );
         let mut secrets = secrets(definition.name, namespace, &credentials, pull);
         for secret in &mut secrets {
             super::cluster::add_secret_labels(secret, cluster_name, &id);
