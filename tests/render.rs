@@ -440,17 +440,8 @@ fn kubesealpy_opens_every_sealed_secret_of_a_rendered_tree() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     render("demo", &out);
-    let sealed: Vec<PathBuf> = read_tree(&out).keys().filter(|p| p.contains("/sealedsecret-")).map(|p| out.join(p)).collect();
-    assert!(!sealed.is_empty());
-    let script = "import json, sys\nfrom kubesealpy import Unsealer, SealedSecret\nu = Unsealer.from_private_key_file(sys.argv[1])\nprint(json.dumps({p: {k: v.decode() for k, v in u.unseal(SealedSecret.from_yaml(open(p).read())).get_data_decoded().items()} for p in sys.argv[2:]}))\n";
-    let output = Command::new(&python)
-        .args(["-c", script])
-        .arg(root().join("fixtures/demo/keys/sealed-secrets.key"))
-        .args(&sealed)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let opened: BTreeMap<String, BTreeMap<String, String>> = serde_json::from_slice(&output.stdout).unwrap();
+    let opened = unseal_all(&python, &out);
+    assert!(!opened.is_empty());
     let token = std::fs::read_to_string(root().join("fixtures/demo/secrets/registry-password.txt")).unwrap();
     let pull = opened.iter().find(|(p, _)| p.ends_with("image-registry/sealedsecret-cnb-registry-secret.yaml")).expect("the pull Secret").1;
     let config: serde_json::Value = serde_json::from_str(&pull[".dockerconfigjson"]).unwrap();
@@ -598,17 +589,7 @@ fn tenant_credentials_open_to_the_derived_values() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     render("demo", &out);
-    let sealed: Vec<PathBuf> =
-        read_tree(&out).keys().filter(|p| p.contains("/namespaces/") && p.contains("/sealedsecret-")).map(|p| out.join(p)).collect();
-    let script = "import json, sys\nfrom kubesealpy import Unsealer, SealedSecret\nu = Unsealer.from_private_key_file(sys.argv[1])\nprint(json.dumps({p.split('/components/')[1]: {k: v.decode() for k, v in u.unseal(SealedSecret.from_yaml(open(p).read())).get_data_decoded().items()} for p in sys.argv[2:]}))\n";
-    let output = Command::new(&python)
-        .args(["-c", script])
-        .arg(root().join("fixtures/demo/keys/sealed-secrets.key"))
-        .args(&sealed)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let opened: BTreeMap<String, BTreeMap<String, String>> = serde_json::from_slice(&output.stdout).unwrap();
+    let opened = unseal_all(&python, &out);
     let master = tfrs_gitops::secrets::MasterKey::from_hex(&master_key()).unwrap();
     let derive = |path: &str, generate: tfrs_gitops::spec::model::Generate| master.derive(path, &generate).to_string();
     let default = tfrs_gitops::spec::model::Generate::default;
@@ -630,7 +611,7 @@ fn tenant_credentials_open_to_the_derived_values() {
     // The pull Secret copies hold the same value as the shared one.
     let copies: Vec<&BTreeMap<String, String>> =
         opened.iter().filter(|(p, _)| p.ends_with("sealedsecret-cnb-registry-secret.yaml")).map(|(_, v)| v).collect();
-    assert_eq!(copies.len(), 2);
+    assert_eq!(copies.len(), 3, "tfr-image-credentials and both tenant namespaces");
     assert!(copies.iter().all(|c| c[".dockerconfigjson"] == copies[0][".dockerconfigjson"]));
 }
 

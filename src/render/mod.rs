@@ -261,6 +261,45 @@ impl Context<'_> {
         self.objects_value(name, minijinja::context! { ..own, ..base.clone() }, scope, origin)
     }
 
+    /// Renders one tenant or server component in `namespace`: its template over the frame's
+    /// shared values, its Secrets labelled, its place in the graph.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn namespaced_component(
+        &mut self,
+        frame: &Frame<'_>,
+        namespace: &str,
+        id: String,
+        template: &str,
+        values: &Json,
+        origin: Origin,
+        mut secrets: Vec<PlainSecret>,
+        timeout: &str,
+    ) -> Component {
+        let cluster = frame.cluster.name();
+        let scope = check::Scope {
+            component: id.clone(),
+            cluster: cluster.to_owned(),
+            namespaces: [namespace.to_owned(), frame.engine_namespace.to_owned()].into_iter().collect(),
+            cluster_kinds: std::collections::BTreeSet::new(),
+        };
+        let mut values = values.clone();
+        values["labels"] = labels(cluster, &id);
+        let objects = self.objects_over(template, &values, frame.base, &scope, origin);
+        for secret in &mut secrets {
+            cluster::add_secret_labels(secret, cluster, &id);
+        }
+        let tail = id.strip_prefix("namespaces/").unwrap_or(&id).replace("/servers/", "-").replace('/', "-");
+        Component {
+            name: tail,
+            depends_on: frame.graph.dependencies(&id).to_vec(),
+            depth: frame.depths.get(&id).copied().unwrap_or(0),
+            timeout: timeout.to_owned(),
+            id,
+            objects,
+            secrets,
+        }
+    }
+
     fn objects_value(&mut self, name: &str, values: minijinja::Value, scope: &check::Scope, origin: Origin) -> Vec<Resource> {
         let rendered = self.env.get_template(name).and_then(|template| template.render(values));
         match rendered {

@@ -1,10 +1,9 @@
 //! The server-level components (DESIGN §2.4, §4, §4.2, §4.3): per TFRServer its configuration
 //! (ConfigMap, `<server>-secret`, `<server>-confz`), init Jobs and both workers.
 
-use super::check::Scope;
 use super::graph::Graph;
 use super::tenant::{self, Credentials, DATABASE_USER, Unit};
-use super::{Component, Context, Frame, labels};
+use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
 use crate::spec::model::{ServerSpec, TenantSpec, TenantType};
 use crate::spec::{Object, Spec};
@@ -115,7 +114,7 @@ pub(crate) fn render(
     credentials: &Credentials,
     components: &mut Vec<Component>,
 ) {
-    let Frame { cluster, graph, depths, base, pull, engine_namespace } = *frame;
+    let Frame { cluster, graph, pull, .. } = *frame;
     let cluster_name = cluster.name();
     let namespace = unit.namespace.as_str();
     let name = server.name();
@@ -181,21 +180,6 @@ pub(crate) fn render(
         if !graph.contains(&id) {
             continue;
         }
-        let scope = Scope {
-            component: id.clone(),
-            cluster: cluster_name.to_owned(),
-            namespaces: [namespace.to_owned(), engine_namespace.to_owned()].into_iter().collect(),
-            cluster_kinds: BTreeSet::new(),
-        };
-        let mut component_values = values.clone();
-        component_values["labels"] = labels(cluster_name, &id);
-        let objects = context.objects_over(
-            &format!("server/{}.yaml", definition.name),
-            &component_values,
-            base,
-            &scope,
-            server.locate("metadata.name"),
-        );
         let mut secrets = Vec::new();
         if definition.name == "config" {
             let secret = |suffix: &str, data: BTreeMap<String, Zeroizing<Vec<u8>>>| PlainSecret {
@@ -212,18 +196,17 @@ pub(crate) fn render(
             confz_data.insert("config.toml".to_owned(), Zeroizing::new(confz.as_bytes().to_vec()));
             secrets.push(secret("confz", confz_data));
         }
-        for secret in &mut secrets {
-            super::cluster::add_secret_labels(secret, cluster_name, &id);
-        }
-        components.push(Component {
-            name: format!("{namespace}-{name}-{}", definition.name),
-            depends_on: graph.dependencies(&id).to_vec(),
-            depth: depths.get(&id).copied().unwrap_or(0),
-            timeout: "10m".to_owned(),
+        let template = format!("server/{}.yaml", definition.name);
+        components.push(context.namespaced_component(
+            frame,
+            namespace,
             id,
-            objects,
+            &template,
+            &values,
+            server.locate("metadata.name"),
             secrets,
-        });
+            "10m",
+        ));
     }
 }
 

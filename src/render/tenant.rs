@@ -2,10 +2,9 @@
 //! rendered once per tenant namespace: personal tenants of one function share
 //! `personal-<function>` and its middleware (validation guarantees they agree).
 
-use super::check::Scope;
 use super::cluster::ARGOCD_NAMESPACE;
 use super::graph::Graph;
-use super::{Component, Context, Frame, labels};
+use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
 use crate::spec::check::tenant_namespace;
 use crate::spec::model::{ClusterSpec, SecretSource, TenantSpec, TenantType};
@@ -157,7 +156,7 @@ impl std::fmt::Debug for Credentials {
 
 /// Renders the components of one namespace. Returns its middleware credentials.
 pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'_>, components: &mut Vec<Component>) -> Credentials {
-    let Frame { cluster, graph, depths, base, pull, engine_namespace } = *frame;
+    let Frame { cluster, graph, pull, engine_namespace, .. } = *frame;
     let cluster_name = cluster.name();
     let namespace = unit.namespace.as_str();
     let owner = unit.owner;
@@ -195,34 +194,18 @@ pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'
         if !graph.contains(&id) {
             continue;
         }
-        let scope = Scope {
-            component: id.clone(),
-            cluster: cluster_name.to_owned(),
-            namespaces: [namespace.to_owned(), engine_namespace.to_owned()].into_iter().collect(),
-            cluster_kinds: BTreeSet::new(),
-        };
-        let mut component_values = values.clone();
-        component_values["labels"] = labels(cluster_name, &id);
-        let objects = context.objects_over(
-            &format!("tenant/{}.yaml", definition.name),
-            &component_values,
-            base,
-            &scope,
-            owner.locate("metadata.name"),
-        );
-        let mut secrets = secrets(definition.name, namespace, &credentials, pull);
-        for secret in &mut secrets {
-            super::cluster::add_secret_labels(secret, cluster_name, &id);
-        }
-        components.push(Component {
-            name: format!("{namespace}-{}", definition.name),
-            depends_on: graph.dependencies(&id).to_vec(),
-            depth: depths.get(&id).copied().unwrap_or(0),
-            timeout: "15m".to_owned(),
+        let secrets = secrets(definition.name, namespace, &credentials, pull);
+        let template = format!("tenant/{}.yaml", definition.name);
+        components.push(context.namespaced_component(
+            frame,
+            namespace,
             id,
-            objects,
+            &template,
+            &values,
+            owner.locate("metadata.name"),
             secrets,
-        });
+            "15m",
+        ));
     }
     credentials
 }
