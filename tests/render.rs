@@ -1095,3 +1095,30 @@ fn rotating_the_redis_password_rolls_redis() {
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
     assert_ne!(before, deployment(), "the pod template changes, so Redis restarts with the new password");
 }
+
+#[test]
+fn a_markdown_diff_of_a_large_change_stays_under_a_pull_request_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    assert!(Command::new("git").args(["init", "-q", "--bare", "-b", "main", repo.to_str().unwrap()]).status().unwrap().success());
+    let spec = dir.path().join("spec.yaml");
+    let mut text = format!(
+        "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRCluster\nmetadata: {{name: big}}\nspec:\n  ingress: {{domain: big.example.com}}\n  sealing: {{certFile: {}}}\n",
+        root().join("fixtures/demo/keys/sealed-secrets.pem").display()
+    );
+    for tenant in 0..40 {
+        text.push_str(&format!(
+            "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: {{name: t{tenant}}}\nspec: {{cluster: big}}\n"
+        ));
+    }
+    std::fs::write(&spec, text).unwrap();
+    let first = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+        .args(["commit", "fixtures/render-minimal", "--repo", repo.to_str().unwrap(), "--author", "T <t@example.com>"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", report(&first));
+    let output = tfrs(&["diff", spec.to_str().unwrap(), "--repo", repo.to_str().unwrap(), "--format", "markdown"]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    assert!(output.stdout.len() < 65_536, "{} bytes", output.stdout.len());
+}

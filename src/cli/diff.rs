@@ -151,7 +151,12 @@ fn markdown(found: &Diff, reference: &str) -> String {
         if components.len() == 1 { "" } else { "s" }
     ));
     out.push_str("| cluster | component | added | changed | removed | secrets |\n| --- | --- | ---: | ---: | ---: | ---: |\n");
-    for ((cluster, component), counts) in &components {
+    for (index, ((cluster, component), counts)) in components.iter().enumerate() {
+        // NB: the table alone must leave room under the comment limit for the details.
+        if out.len() > MARKDOWN_BUDGET / 2 {
+            out.push_str(&format!("| … | {} more components |  |  |  |  |\n", components.len() - index));
+            break;
+        }
         out.push_str(&format!(
             "| {} | `{}` | {} | {} | {} | {} |\n",
             escape_html(cluster),
