@@ -1,7 +1,7 @@
 //! The cluster-level components (seed 000's TFRCluster table and graph, DESIGN §4).
 
 use super::check::Scope;
-use super::graph::Graph;
+use super::graph::{Graph, Member};
 use super::{Component, Context, Frame, RenderedCluster, labels, server, tenant};
 use crate::secrets::{PlainSecret, Scope as SealScope};
 use crate::spec::check::tenant_namespace;
@@ -164,24 +164,8 @@ const DEFINITIONS: &[Definition] = &[
 #[must_use]
 pub fn graph(spec: &ClusterSpec) -> Graph {
     let mut graph = Graph::default();
-    let mut resolved: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for definition in DEFINITIONS {
-        let mut depends_on = Vec::new();
-        for after in definition.after {
-            depends_on.extend(resolved.get(after).cloned().unwrap_or_default());
-        }
-        depends_on.sort();
-        depends_on.dedup();
-        if (definition.enabled)(spec) {
-            let id = format!("cluster/{}", definition.name);
-            // NB: DEFINITIONS lists dependencies first, so `add` cannot fail; a test checks it.
-            if graph.add(&id, depends_on).is_ok() {
-                resolved.insert(definition.name, vec![id]);
-            }
-        } else {
-            resolved.insert(definition.name, depends_on);
-        }
-    }
+    let members = DEFINITIONS.iter().map(|d| Member { name: d.name, after: d.after, external: Vec::new(), enabled: (d.enabled)(spec) });
+    graph.add_group(members, |name| format!("cluster/{name}"));
     graph
 }
 

@@ -12,6 +12,19 @@ pub struct Graph {
     depends_on: BTreeMap<String, Vec<String>>,
 }
 
+/// One member of a group for [`Graph::add_group`].
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// Its name within the group.
+    pub name: &'static str,
+    /// Group members it waits for.
+    pub after: &'static [&'static str],
+    /// Ids outside the group it waits for, when they are in the graph.
+    pub external: Vec<String>,
+    /// Whether the spec turns it on.
+    pub enabled: bool,
+}
+
 /// A dependency named before its component was added (a bug in a component table).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("component `{component}` depends on `{dependency}`, which is not defined before it")]
@@ -43,6 +56,30 @@ impl Graph {
         self.order.push(id.to_owned());
         self.depends_on.insert(id.to_owned(), depends_on);
         Ok(())
+    }
+
+    /// Adds a group of components listed dependencies-first (a cluster's, one namespace's, one
+    /// server's). Each member waits for the group members it names in `after` and for the
+    /// outside ids in `external` that are in the graph; a disabled member is left out and passes
+    /// its own dependencies on to whoever waits for it.
+    pub fn add_group(&mut self, members: impl IntoIterator<Item = Member>, id: impl Fn(&str) -> String) {
+        let mut resolved: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+        for member in members {
+            let mut depends_on: Vec<String> = member.after.iter().flat_map(|a| resolved.get(a).cloned().unwrap_or_default()).collect();
+            depends_on.extend(member.external.into_iter().filter(|e| self.contains(e)));
+            depends_on.sort();
+            depends_on.dedup();
+            if member.enabled {
+                let full = id(member.name);
+                // NB: members come dependencies first and ids are distinct, so `add` succeeds;
+                // the component tables' tests check the order.
+                if self.add(&full, depends_on).is_ok() {
+                    resolved.insert(member.name, vec![full]);
+                }
+            } else {
+                resolved.insert(member.name, depends_on);
+            }
+        }
     }
 
     /// Component ids in a topological order (dependencies first).

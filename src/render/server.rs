@@ -1,7 +1,7 @@
 //! The server-level components (DESIGN §2.4, §4, §4.2, §4.3): per TFRServer its configuration
 //! (ConfigMap, `<server>-secret`, `<server>-confz`), init Jobs and both workers.
 
-use super::graph::Graph;
+use super::graph::{Graph, Member};
 use super::tenant::{self, Credentials, DATABASE_USER, Unit};
 use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
@@ -76,25 +76,13 @@ pub fn component_id(namespace: &str, server: &str, name: &str) -> String {
 pub fn extend_graph(graph: &mut Graph, spec: &Spec, units: &[Unit<'_>]) {
     for unit in units {
         for server in servers(spec, unit) {
-            let mut resolved: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-            for definition in DEFINITIONS {
-                let mut depends_on: Vec<String> =
-                    definition.after.iter().flat_map(|a| resolved.get(a).cloned().unwrap_or_default()).collect();
-                for name in definition.after_tenant {
-                    let id = tenant::component_id(&unit.namespace, name);
-                    if graph.contains(&id) {
-                        depends_on.push(id);
-                    }
-                }
-                if (definition.enabled)(&server.spec, &unit.owner.spec) {
-                    let id = component_id(&unit.namespace, server.name(), definition.name);
-                    if graph.add(&id, depends_on).is_ok() {
-                        resolved.insert(definition.name, vec![id]);
-                    }
-                } else {
-                    resolved.insert(definition.name, depends_on);
-                }
-            }
+            let members = DEFINITIONS.iter().map(|d| Member {
+                name: d.name,
+                after: d.after,
+                external: d.after_tenant.iter().map(|name| tenant::component_id(&unit.namespace, name)).collect(),
+                enabled: (d.enabled)(&server.spec, &unit.owner.spec),
+            });
+            graph.add_group(members, |name| component_id(&unit.namespace, server.name(), name));
         }
     }
 }

@@ -3,7 +3,7 @@
 //! `personal-<function>` and its middleware (validation guarantees they agree).
 
 use super::cluster::ARGOCD_NAMESPACE;
-use super::graph::Graph;
+use super::graph::{Graph, Member};
 use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
 use crate::spec::check::tenant_namespace;
@@ -94,25 +94,13 @@ pub fn component_id(namespace: &str, name: &str) -> String {
 /// Adds every tenant namespace's components to `graph` (which holds the cluster's).
 pub fn extend_graph(graph: &mut Graph, cluster: &ClusterSpec, units: &[Unit<'_>]) {
     for unit in units {
-        let mut resolved: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for definition in DEFINITIONS {
-            let mut depends_on: Vec<String> = definition.after.iter().flat_map(|a| resolved.get(a).cloned().unwrap_or_default()).collect();
-            for name in definition.after_cluster {
-                let id = format!("cluster/{name}");
-                if graph.contains(&id) {
-                    depends_on.push(id);
-                }
-            }
-            if (definition.enabled)(cluster, &unit.owner.spec) {
-                let id = component_id(&unit.namespace, definition.name);
-                // NB: dependencies are listed first and namespaces are distinct, so this holds.
-                if graph.add(&id, depends_on).is_ok() {
-                    resolved.insert(definition.name, vec![id]);
-                }
-            } else {
-                resolved.insert(definition.name, depends_on);
-            }
-        }
+        let members = DEFINITIONS.iter().map(|d| Member {
+            name: d.name,
+            after: d.after,
+            external: d.after_cluster.iter().map(|name| format!("cluster/{name}")).collect(),
+            enabled: (d.enabled)(cluster, &unit.owner.spec),
+        });
+        graph.add_group(members, |name| component_id(&unit.namespace, name));
     }
 }
 

@@ -270,14 +270,14 @@ struct BuiltComponent {
 }
 
 fn sealed_file_name(sealer: &Sealer, secret: &PlainSecret) -> String {
-    let placeholder = Resource {
+    let target = Resource {
         api_version: String::new(),
         kind: sealed_kind(sealer).to_owned(),
         namespace: Some(secret.namespace.clone()),
         name: secret.name.clone(),
         body: Json::Null,
     };
-    placeholder.file_name()
+    target.file_name()
 }
 
 /// Serializes one component's objects and seals its Secrets (`inputs`, one per Secret, when a
