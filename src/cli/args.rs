@@ -93,15 +93,9 @@ pub struct CommitArgs {
     /// The remote to push to.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
-    /// Apply this overlay (a name or a path to a YAML file) after `spec.overlays`; repeatable.
-    #[arg(long = "overlay", value_name = "NAME|PATH")]
-    pub overlays: Vec<String>,
-    /// A directory of templates that replace built-in ones of the same relative path.
-    #[arg(long, value_name = "DIR")]
-    pub templates: Option<PathBuf>,
-    /// File holding the 32-byte master key as 64 hex characters (else `TFRS_MASTER_KEY`).
-    #[arg(long, value_name = "FILE")]
-    pub master_key_file: Option<PathBuf>,
+    /// How the specs are rendered.
+    #[command(flatten)]
+    pub settings: RenderSettings,
 }
 
 /// `tfrs diff`.
@@ -121,15 +115,9 @@ pub struct DiffArgs {
     /// `markdown` for a pull-request comment, `json` for tools (see docs/git.md).
     #[arg(long, value_enum, default_value = "text")]
     pub format: DiffFormat,
-    /// Apply this overlay (a name or a path to a YAML file) after `spec.overlays`; repeatable.
-    #[arg(long = "overlay", value_name = "NAME|PATH")]
-    pub overlays: Vec<String>,
-    /// A directory of templates that replace built-in ones of the same relative path.
-    #[arg(long, value_name = "DIR")]
-    pub templates: Option<PathBuf>,
-    /// File holding the 32-byte master key as 64 hex characters (else `TFRS_MASTER_KEY`).
-    #[arg(long, value_name = "FILE")]
-    pub master_key_file: Option<PathBuf>,
+    /// How the specs are rendered.
+    #[command(flatten)]
+    pub settings: RenderSettings,
 }
 
 /// A diff format.
@@ -225,6 +213,17 @@ pub struct RenderArgs {
     /// written by tfrs.
     #[arg(long, short, value_name = "DIR")]
     pub out: PathBuf,
+    /// How the specs are rendered.
+    #[command(flatten)]
+    pub settings: RenderSettings,
+    /// Do not write: exit 1 if the output directory differs from what would be rendered.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// The flags every rendering command shares (`render`, `commit`, `diff`).
+#[derive(Debug, clap::Args)]
+pub struct RenderSettings {
     /// Apply this overlay (a name or a path to a YAML file) after `spec.overlays`; repeatable.
     #[arg(long = "overlay", value_name = "NAME|PATH")]
     pub overlays: Vec<String>,
@@ -234,9 +233,6 @@ pub struct RenderArgs {
     /// File holding the 32-byte master key as 64 hex characters (else `TFRS_MASTER_KEY`).
     #[arg(long, value_name = "FILE")]
     pub master_key_file: Option<PathBuf>,
-    /// Do not write: exit 1 if the output directory differs from what would be rendered.
-    #[arg(long)]
-    pub check: bool,
     /// Accept `fromFile` paths that resolve (through `..` or symlinks) outside the spec file's
     /// directory. Off by default: a spec must not be able to read arbitrary files.
     #[arg(long)]

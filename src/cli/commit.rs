@@ -2,7 +2,7 @@
 
 use super::Status;
 use super::args::CommitArgs;
-use super::render::{load, render_tree};
+use super::render::{load, render_tree_with};
 use crate::git::commit::{CommitOptions, Outcome, Push, commit};
 use crate::git::{Author, remote};
 use anyhow::{Context as _, bail};
@@ -40,7 +40,7 @@ fn short(oid: git2::Oid) -> String {
 
 /// Runs `tfrs commit`.
 pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, bundle)) = load(&args.inputs, &args.overlays)? else {
+    let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Failure);
     };
     let (repo, is_url) = open(&args.repo)?;
@@ -56,7 +56,15 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         before_update: None,
     };
     let mut step = |previous: &dyn Fn(&str) -> Option<Json>| {
-        render_tree(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), previous).map_err(Into::into)
+        render_tree_with(
+            &spec,
+            &bundle,
+            args.settings.templates.as_deref(),
+            args.settings.master_key_file.as_deref(),
+            args.settings.allow_outside,
+            previous,
+        )
+        .map_err(Into::into)
     };
     let outcome = commit(&repo, &options, &mut step).with_context(|| format!("cannot commit to `{}` in `{}`", args.branch, args.repo))?;
     let remote = push.map(|p| p.remote).unwrap_or_default();

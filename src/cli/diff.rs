@@ -3,7 +3,7 @@
 use super::Status;
 use super::args::{DiffArgs, DiffFormat};
 use super::commit::open;
-use super::render::{load, render_tree};
+use super::render::{load, render_tree_with};
 use crate::git::diff::{Change, Diff, Entry, SealedChange, counts_text, diff};
 use crate::git::{cluster_dirs, previous_object, read_files, remote};
 use anyhow::Context as _;
@@ -15,7 +15,7 @@ const MARKDOWN_BUDGET: usize = 60_000;
 
 /// Runs `tfrs diff`.
 pub fn run(args: &DiffArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, bundle)) = load(&args.inputs, &args.overlays)? else {
+    let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Error);
     };
     let (repo, is_url) = open(&args.repo)?;
@@ -30,7 +30,15 @@ pub fn run(args: &DiffArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
     };
     let tree = commit.tree()?;
     let previous = |path: &str| previous_object(&repo, &tree, path);
-    let Some(files) = render_tree(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), &previous)? else {
+    let Some(files) = render_tree_with(
+        &spec,
+        &bundle,
+        args.settings.templates.as_deref(),
+        args.settings.master_key_file.as_deref(),
+        args.settings.allow_outside,
+        &previous,
+    )?
+    else {
         return Ok(Status::Error);
     };
     let mut old = crate::git::diff::Files::new();

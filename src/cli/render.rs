@@ -200,7 +200,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         output::recover(&out)?;
         output::check_writable(&out)?;
     }
-    let Some((spec, bundle)) = load(&args.inputs, &args.overlays)? else {
+    let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Failure);
     };
     // The current tree is read once: for the sealing reuse, the change count and the write
@@ -211,8 +211,14 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         old.retain(|path, _| path.starts_with("clusters/"));
     }
     let previous = |relative: &str| old.get(relative).and_then(|bytes| output::parse_object(std::str::from_utf8(bytes).ok()?));
-    let Some(files) =
-        render_tree_with(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), args.allow_outside, &previous)?
+    let Some(files) = render_tree_with(
+        &spec,
+        &bundle,
+        args.settings.templates.as_deref(),
+        args.settings.master_key_file.as_deref(),
+        args.settings.allow_outside,
+        &previous,
+    )?
     else {
         return Ok(Status::Failure);
     };

@@ -344,7 +344,8 @@ fn file_items(path: &str, bytes: &[u8]) -> Vec<(Key, Item)> {
     out
 }
 
-/// Replaces sealed values and their metadata with placeholders; returns the sealed values.
+/// Masks sealed values and their metadata with fixed markers, so ciphertext never shows in a
+/// diff; returns the sealed values.
 fn mask(object: &Json) -> (Json, BTreeMap<String, Sealed>) {
     let mut masked = object.clone();
     let fingerprints: BTreeMap<String, String> = object
