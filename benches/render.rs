@@ -57,7 +57,7 @@ fn stages(c: &mut Criterion) {
     let spec = load(&bundle).spec.expect("the scale platform is valid");
     let rendered = render(&spec, &bundle, &options, &inputs, Some(&master)).expect("the scale platform renders");
     let cluster = &rendered.clusters[0];
-    let cold = build(cluster, &seal_options, &|_| None, &mut StdRng::seed_from_u64(1)).expect("builds");
+    let cold = build(cluster.clone(), &seal_options, &|_| None, &mut StdRng::seed_from_u64(1)).expect("builds");
 
     let mut group = c.benchmark_group(format!("scale-{tenants}t-{servers}s"));
     group.sample_size(10);
@@ -66,11 +66,11 @@ fn stages(c: &mut Criterion) {
         b.iter(|| black_box(render(&spec, &bundle, &options, &inputs, Some(&master)).map(|r| r.clusters.len()).unwrap_or(0)))
     });
     group.bench_function("build-cold", |b| {
-        b.iter(|| black_box(build(cluster, &seal_options, &|_| None, &mut StdRng::seed_from_u64(2)).map(|f| f.len()).unwrap_or(0)))
+        b.iter(|| black_box(build(cluster.clone(), &seal_options, &|_| None, &mut StdRng::seed_from_u64(2)).map(|f| f.len()).unwrap_or(0)))
     });
     group.bench_function("build-reuse", |b| {
         let previous = |path: &str| parse_previous(&cold, path);
-        b.iter(|| black_box(build(cluster, &seal_options, &previous, &mut StdRng::seed_from_u64(3)).map(|f| f.len()).unwrap_or(0)))
+        b.iter(|| black_box(build(cluster.clone(), &seal_options, &previous, &mut StdRng::seed_from_u64(3)).map(|f| f.len()).unwrap_or(0)))
     });
     group.finish();
 }

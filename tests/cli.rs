@@ -15,6 +15,8 @@ fn tfrs(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tfrs"))
         .args(args)
         .current_dir(root())
+        // NB: render memos go to the build directory, not the user cache.
+        .env("TFRS_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"))
         .env_remove("TFRS_MASTER_KEY")
         .output()
         .expect("the tfrs binary runs")

@@ -41,6 +41,8 @@ fn tfrs(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tfrs"))
         .args(args)
         .current_dir(root())
+        // NB: render memos go to the build directory, not the user cache.
+        .env("TFRS_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"))
         .env("TFRS_MASTER_KEY", master_key())
         .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
         .env("TFRS_TEST_REDIS_PASSWORD", REDIS_PASSWORD)
@@ -149,8 +151,14 @@ fn re_rendering_unchanged_specs_changes_no_byte() {
         render(fixture, &out);
         let first = read_tree(&out);
         let output = render(fixture, &out);
-        assert!(String::from_utf8_lossy(&output.stdout).contains("(0 changed, 0 removed)"), "{fixture}: {}", report(&output));
+        assert!(String::from_utf8_lossy(&output.stdout).contains("(0 changed, 0 removed; "), "{fixture}: {}", report(&output));
+        let (reused, units) = memo_counts(&output);
+        assert!(reused == units && units > 0, "{fixture}: the memo gives every unit back: {}", report(&output));
         assert_eq!(first, read_tree(&out), "{fixture}: re-rendering changed bytes");
+        // Without the memo: the same bytes.
+        let output = tfrs(&["render", &format!("fixtures/{fixture}"), "--out", out.to_str().unwrap(), "--no-memo"]);
+        assert!(String::from_utf8_lossy(&output.stdout).contains("(0 changed, 0 removed)"), "{fixture}: {}", report(&output));
+        assert_eq!(first, read_tree(&out), "{fixture}: re-rendering without the memo changed bytes");
         let check = tfrs(&["render", &format!("fixtures/{fixture}"), "--out", out.to_str().unwrap(), "--check"]);
         assert_eq!(check.status.code(), Some(0), "{}", report(&check));
         // Into a fresh directory: the same tree but for fresh ciphertext.
@@ -167,6 +175,71 @@ fn re_rendering_unchanged_specs_changes_no_byte() {
             }
         }
         assert!(differing > 0, "{fixture}: sealing must be randomised");
+    }
+}
+
+/// `(reused, units)` from a render's "; R of U templated units reused" note.
+fn memo_counts(output: &Output) -> (usize, usize) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let note = stdout.split("; ").nth(1).and_then(|rest| rest.strip_suffix(" templated units reused)\n"));
+    let Some((reused, units)) = note.and_then(|n| n.split_once(" of ")) else { panic!("no memo note: {stdout}") };
+    (reused.parse().unwrap(), units.parse().unwrap())
+}
+
+#[test]
+fn the_render_memo_reuses_only_what_still_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = copy_fixture("demo", dir.path());
+    let out = dir.path().join("out");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["render", spec.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let output = tfrs(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+        output
+    };
+    let (reused, units) = memo_counts(&run(&[]));
+    assert_eq!(reused, 0, "nothing to reuse yet");
+    assert_eq!(memo_counts(&run(&[])), (units, units));
+
+    // A hand edit of a rendered file is not trusted: that unit is rendered again and the file
+    // restored.
+    let edited = out.join("clusters/demo/components/namespaces/acme-corp/servers/robot1/config/configmap-robot1-config.yaml");
+    let original = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(&edited, original.replace("prod", "hacked")).unwrap();
+    let output = run(&[]);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("(1 changed, 0 removed; "), "{}", report(&output));
+    assert_eq!(memo_counts(&output), (units - 1, units));
+    assert_eq!(std::fs::read_to_string(&edited).unwrap(), original);
+
+    // A changed value renders the units that see it, and the tree is what a render without a
+    // memo writes.
+    let servers = spec.join("servers.yaml");
+    std::fs::write(&servers, std::fs::read_to_string(&servers).unwrap().replace("TFS_PROFILE: prod", "TFS_PROFILE: staging")).unwrap();
+    let output = run(&[]);
+    let (reused, _) = memo_counts(&output);
+    assert!(reused < units && reused > units / 2, "only what sees the value is rendered: {}", report(&output));
+    assert!(std::fs::read_to_string(&edited).unwrap().contains("staging"));
+    let fresh = dir.path().join("fresh");
+    let output = tfrs(&["render", spec.to_str().unwrap(), "--out", fresh.to_str().unwrap(), "--no-memo"]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let (memoized, fresh) = (read_tree(&out), read_tree(&fresh));
+    assert_eq!(memoized.keys().collect::<Vec<_>>(), fresh.keys().collect::<Vec<_>>());
+    for (path, content) in &memoized {
+        assert_eq!(mask_ciphertext(content), mask_ciphertext(&fresh[path]), "`{path}` differs from a render without the memo");
+    }
+
+    // The memo holds stamps, identities and paths: no value from the spec or its secrets.
+    let memos: Vec<PathBuf> = std::fs::read_dir(concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert!(!memos.is_empty());
+    let openai = std::fs::read_to_string(spec.join("secrets/openai-api-key.txt")).unwrap();
+    for memo in memos {
+        let text = std::fs::read_to_string(&memo).unwrap();
+        assert!(!text.contains(openai.trim()) && !text.contains("staging") && !text.contains("Hello"), "{}", memo.display());
     }
 }
 

@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         for component in &cluster.components {
             for object in &component.objects {
                 if object.kind == "ConfigMap" && object.name == "bot-config" {
-                    assert_eq!(object.body["data"]["FUZZ"].as_str(), Some(text), "configData round trip");
+                    assert_eq!(object.body()["data"]["FUZZ"].as_str(), Some(text), "configData round trip");
                 }
             }
         }

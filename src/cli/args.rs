@@ -219,6 +219,11 @@ pub struct RenderArgs {
     /// Do not write: exit 1 if the output directory differs from what would be rendered.
     #[arg(long)]
     pub check: bool,
+    /// Template every component, ignoring the render memo of the last render into `--out`
+    /// (kept in `$TFRS_CACHE_DIR`, else `$XDG_CACHE_HOME/tfrs`, else `~/.cache/tfrs`), and
+    /// keep none.
+    #[arg(long)]
+    pub no_memo: bool,
 }
 
 /// The flags every rendering command shares (`render`, `commit`, `diff`).

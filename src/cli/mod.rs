@@ -9,6 +9,7 @@ mod commit;
 mod diff;
 mod graph;
 mod inputs;
+mod memo_cache;
 mod output;
 mod reconcile;
 mod render;

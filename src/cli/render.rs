@@ -2,9 +2,10 @@
 
 use super::Status;
 use super::args::RenderArgs;
-use super::{inputs, output};
+use super::{inputs, memo_cache, output};
+use crate::render::memo;
 use crate::render::tree::{SealOptions, build};
-use crate::render::{Options, Templates, render};
+use crate::render::{Memo, Options, Templates, render_with_memo};
 use crate::secrets::MasterKey;
 use crate::secrets::seal::Sealer;
 use crate::secrets::sealed::Certificate;
@@ -108,6 +109,25 @@ pub fn render_tree_with(
     allow_outside: bool,
     previous: &dyn Fn(&str) -> Option<serde_json::Value>,
 ) -> anyhow::Result<Option<BTreeMap<String, Vec<u8>>>> {
+    Ok(render_tree_memo(spec, bundle, templates_dir, master_key_file, allow_outside, previous, None)?.map(|tree| tree.files))
+}
+
+/// [`render_tree_with`], reusing what the memo `last` (the table the last render recorded and
+/// the tree it wrote) still holds; returns the files and the memo to keep for the next render
+/// (with how many templated units it gave back).
+///
+/// # Errors
+///
+/// As [`render_tree`].
+pub fn render_tree_memo(
+    spec: &Spec,
+    bundle: &Bundle,
+    templates_dir: Option<&Path>,
+    master_key_file: Option<&Path>,
+    allow_outside: bool,
+    previous: &dyn Fn(&str) -> Option<serde_json::Value>,
+    last: Option<(memo::Table, &BTreeMap<String, Vec<u8>>)>,
+) -> anyhow::Result<Option<RenderedTree>> {
     let master = inputs::master_key(master_key_file)?;
     let mut options = Options { templates: templates(templates_dir)?, operator_overrides: BTreeMap::new() };
     for name in OPERATOR_VARIABLES {
@@ -116,7 +136,13 @@ pub fn render_tree_with(
         }
     }
     let secret_inputs = inputs::OsInputs { allow_outside };
-    let rendered = match render(spec, bundle, &options, &secret_inputs, master.as_ref()) {
+    let memo = match (&master, last) {
+        (Some(master), Some((table, tree))) => {
+            Some(Memo::new(master.memo_key(), format!("{} {}", memo_cache::build_id(), options.templates.digest()), table, tree))
+        }
+        _ => None,
+    };
+    let rendered = match render_with_memo(spec, bundle, &options, &secret_inputs, master.as_ref(), memo.as_ref()) {
         Ok(rendered) => rendered,
         Err(problems) if problems.environment => {
             // NB: an environment problem (no master key, an unset variable) exits 2, like any
@@ -135,7 +161,7 @@ pub fn render_tree_with(
     let fingerprint_key = master.as_ref().map(MasterKey::fingerprint_key);
     let mut files = BTreeMap::new();
     let mut rng = inputs::system_rng();
-    for cluster in &rendered.clusters {
+    for cluster in rendered.clusters {
         let Some(object) = spec.clusters.iter().find(|c| c.name() == cluster.name) else { continue };
         let needs_sealing = cluster.components.iter().any(|c| !c.secrets.is_empty());
         let sealing = &object.spec.sealing;
@@ -188,7 +214,18 @@ pub fn render_tree_with(
             &mut rng,
         )?);
     }
-    Ok(Some(files))
+    Ok(Some(RenderedTree { files, memo: rendered.memo, reused: rendered.reused }))
+}
+
+/// A rendered tree, the memo it leaves for the next render and how much of the last one it
+/// used.
+pub struct RenderedTree {
+    /// The files, by path relative to the output directory.
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// Every templated unit's memo entry.
+    pub memo: memo::Table,
+    /// How many units the last render's memo gave back.
+    pub reused: usize,
 }
 
 /// Runs `tfrs render`.
@@ -210,14 +247,33 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         // Only the rendered part of a checkout counts (not `.git/`, a README, other files).
         old.retain(|path, _| path.starts_with("clusters/"));
     }
-    let previous = |relative: &str| old.get(relative).and_then(|bytes| output::parse_object(std::str::from_utf8(bytes).ok()?));
-    let Some(files) = render_tree_with(
+    // NB: the files sealing may reuse (Secrets are sealed into `sealedsecret-*` or `secret-*`)
+    // are parsed up front, in parallel; any other path asked for is parsed when asked.
+    let sealed: std::collections::HashMap<&str, serde_json::Value> = {
+        use rayon::prelude::*;
+        let is_sealed = |path: &str| path.rsplit('/').next().is_some_and(|f| f.starts_with("sealedsecret-") || f.starts_with("secret-"));
+        let candidates: Vec<(&String, &Vec<u8>)> = old.iter().filter(|(path, _)| is_sealed(path)).collect();
+        candidates
+            .into_par_iter()
+            .filter_map(|(path, bytes)| Some((path.as_str(), output::parse_object(std::str::from_utf8(bytes).ok()?)?)))
+            .collect()
+    };
+    let previous = |relative: &str| match sealed.get(relative) {
+        Some(object) => Some(object.clone()),
+        None => old.get(relative).and_then(|bytes| output::parse_object(std::str::from_utf8(bytes).ok()?)),
+    };
+    // The memo of the last render into this directory (none with `--no-memo`, or when it
+    // cannot be read: then every component is templated).
+    let memo_file = (!args.no_memo).then(|| memo_cache::path(&out)).flatten();
+    let last = memo_file.as_deref().map(|file| (memo_cache::load(file), &old));
+    let Some(RenderedTree { files, memo: table, reused }) = render_tree_memo(
         &spec,
         &bundle,
         args.settings.templates.as_deref(),
         args.settings.master_key_file.as_deref(),
         args.settings.allow_outside,
         &previous,
+        last,
     )?
     else {
         return Ok(Status::Failure);
@@ -245,14 +301,27 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     if changed > 0 || removed > 0 || !out.join(output::MARKER).exists() {
         output::write(&out, &files, &old)?;
     }
+    if let Some(file) = memo_file.as_ref().filter(|_| !args.check) {
+        // NB: only after the tree is in place, and a memo that cannot be saved costs the next
+        // render time, never correctness: the stamps are checked against the files.
+        if let Err(error) = memo_cache::save(file, &table) {
+            eprintln!("warning: the render memo was not saved to `{}`: {error}", file.display());
+        }
+    }
     let objects = files.keys().filter(|p| p.ends_with(".yaml") && !p.ends_with("kustomization.yaml")).count();
+    // How much of the templating the memo saved (not shown without a memo).
+    let memo_note = if table.is_empty() { String::new() } else { format!("; {reused} of {} templated units reused", table.len()) };
     writeln!(
         stdout,
-        "rendered {} cluster{} into `{}`: {objects} objects in {} files ({changed} changed, {removed} removed)",
+        "rendered {} cluster{} into `{}`: {objects} objects in {} files ({changed} changed, {removed} removed{memo_note})",
         spec.clusters.len(),
         if spec.clusters.len() == 1 { "" } else { "s" },
         args.out.display(),
         files.len()
     )?;
+    // NB: the process ends next; freeing tens of thousands of buffers one by one would take a
+    // tenth of a large re-render.
+    std::mem::forget(sealed);
+    std::mem::forget((table, files, old, spec, bundle));
     Ok(Status::Success)
 }

@@ -70,7 +70,7 @@ fn check(mut body: Json, scope: &Scope) -> Result<Resource, String> {
         return Err(format!("`metadata.labels` must be a map, found {}", kind_of(&body["metadata"]["labels"])));
     }
     add_labels(&mut body, scope);
-    let Some(resource) = Resource::from_json(body) else {
+    let Some(resource) = Resource::from_json(&body).map_err(|e| format!("cannot write as YAML: {e}"))? else {
         return Err("missing identity fields".to_owned());
     };
     if !is_dns_subdomain(&resource.name) {
@@ -157,8 +157,8 @@ mod tests {
     fn accepts_objects_and_adds_labels() {
         let objects = objects("t", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: ns}\n---\n", &scope()).unwrap();
         assert_eq!(objects.len(), 1);
-        assert_eq!(objects[0].body["metadata"]["labels"]["app.kubernetes.io/managed-by"], "tfrs");
-        assert_eq!(objects[0].body["metadata"]["labels"]["app.kubernetes.io/part-of"], "tfrs");
+        assert_eq!(objects[0].body()["metadata"]["labels"]["app.kubernetes.io/managed-by"], "tfrs");
+        assert_eq!(objects[0].body()["metadata"]["labels"]["app.kubernetes.io/part-of"], "tfrs");
     }
 
     #[test]

@@ -12,6 +12,9 @@ use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};
 use zeroize::Zeroizing;
 
+/// How many queued templates are rendered together (in parallel).
+const JOB_BATCH: usize = 512;
+
 /// Namespace of Flux's own objects (Kustomizations, HelmReleases, sources).
 pub const FLUX_NAMESPACE: &str = "flux-system";
 /// Namespace of Argo CD's Applications.
@@ -235,7 +238,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
             _ => {}
         }
         let template = format!("cluster/{}.yaml", definition.name);
-        let objects = context.objects(&template, &component_values, &scope, cluster.locate("metadata.name"));
+        context.defer(&id, &template, component_values, false, scope, cluster.locate("metadata.name"));
         for secret in &mut secrets {
             add_secret_labels(secret, &name, &id);
         }
@@ -245,22 +248,30 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
             depth: depths.get(&id).copied().unwrap_or(0),
             timeout: if definition.name == "tfrs-operator" { cluster_spec.tfrs_operator.timeout.clone() } else { "10m".to_owned() },
             id,
-            objects,
+            objects: Vec::new(),
             secrets,
         });
     }
     let base = minijinja::Value::from(minijinja::value::Serde(&values));
-    let frame = Frame { cluster, graph: &graph, depths: &depths, base: &base, pull: pull_secret.as_ref(), engine_namespace };
+    let frame = Frame { cluster, graph: &graph, depths: &depths, pull: pull_secret.as_ref(), engine_namespace };
+    // NB: the shared values are digested only for the memo (one serialization per cluster).
+    let base_digest = if context.memo.is_some() { super::memo::values_digest(&values) } else { [0; 32] };
     for unit in &units {
         let credentials = tenant::render(context, &frame, unit, &mut components);
         for server in server::servers(spec, unit) {
             server::render(context, &frame, unit, server, &credentials, &mut components);
         }
+        // NB: queued values are rendered in batches, so that the values of every component
+        // are never held at once (a third of the peak memory of a large platform otherwise).
+        if context.jobs.len() >= JOB_BATCH {
+            context.render_jobs(&name, &base, &base_digest, &mut components);
+        }
     }
+    context.render_jobs(&name, &base, &base_digest, &mut components);
     if context.errors.len() > errors_before {
         return None;
     }
-    let gitops = super::tree::gitops_objects(context, cluster, &components, &values)?;
+    let gitops = super::tree::gitops_objects(context, cluster, &components, &values, &base_digest)?;
     Some(RenderedCluster { name, engine: cluster_spec.gitops.engine, backend: cluster_spec.sealing.backend, components, graph, gitops })
 }
 

@@ -8,6 +8,7 @@
 pub mod check;
 pub mod cluster;
 pub mod graph;
+pub mod memo;
 pub mod resource;
 pub mod server;
 pub mod templates;
@@ -15,6 +16,7 @@ pub mod tenant;
 pub mod tree;
 
 pub use graph::Graph;
+pub use memo::Memo;
 pub use resource::Resource;
 pub use templates::Templates;
 
@@ -24,6 +26,7 @@ use crate::spec::diagnostic::FileTable;
 use crate::spec::model::{GitopsEngine, SealingBackend, SecretSource};
 use crate::spec::yaml::Origin;
 use crate::spec::{Diagnostic, Object, Spec};
+use rayon::prelude::*;
 use serde_json::{Value as Json, json};
 use std::collections::BTreeMap;
 use zeroize::Zeroizing;
@@ -92,6 +95,10 @@ pub struct Rendered {
     pub warnings: Vec<Diagnostic>,
     /// Every credential resolved while rendering (for `tfrs audit`), by logical path.
     pub resolved: Vec<ResolvedSecret>,
+    /// What the next render into the same output directory may reuse (empty without a memo).
+    pub memo: memo::Table,
+    /// How many templated units the memo gave back instead of rendering them.
+    pub reused: usize,
 }
 
 /// A credential's plaintext and where it belongs. Never printed: `Debug` shows the path only.
@@ -134,6 +141,23 @@ pub fn render(
     inputs: &dyn SecretInputs,
     master: Option<&MasterKey>,
 ) -> Result<Rendered, Problems> {
+    render_with_memo(spec, files, options, inputs, master, None)
+}
+
+/// [`render`], reusing what `memo` holds of the last render into the same output directory
+/// (see [`memo`]); [`Rendered::memo`] is what to keep for the next one.
+///
+/// # Errors
+///
+/// As [`render`].
+pub fn render_with_memo(
+    spec: &Spec,
+    files: &dyn FileTable,
+    options: &Options,
+    inputs: &dyn SecretInputs,
+    master: Option<&MasterKey>,
+    memo: Option<&Memo<'_>>,
+) -> Result<Rendered, Problems> {
     let env =
         options.templates.environment().map_err(|error| Problems { diagnostics: vec![template_diagnostic(&error)], environment: false })?;
     let mut context = Context {
@@ -146,6 +170,10 @@ pub fn render(
         options,
         environment: false,
         resolved: Vec::new(),
+        jobs: Vec::new(),
+        memo,
+        recorded: memo::Table::new(),
+        reused: 0,
     };
     let mut clusters = Vec::new();
     for cluster in &spec.clusters {
@@ -154,7 +182,7 @@ pub fn render(
         }
     }
     if context.errors.is_empty() {
-        Ok(Rendered { clusters, warnings: context.warnings, resolved: context.resolved })
+        Ok(Rendered { clusters, warnings: context.warnings, resolved: context.resolved, memo: context.recorded, reused: context.reused })
     } else {
         Err(Problems { diagnostics: context.errors, environment: context.environment })
     }
@@ -168,8 +196,6 @@ pub(crate) struct Frame<'a> {
     pub(crate) graph: &'a Graph,
     /// Depth of every component.
     pub(crate) depths: &'a BTreeMap<String, usize>,
-    /// Values every template sees, converted for the templates once.
-    pub(crate) base: &'a minijinja::Value,
     /// The pull Secret, when the registry has credentials.
     pub(crate) pull: Option<&'a PlainSecret>,
     /// `flux-system` or `argocd`.
@@ -189,6 +215,14 @@ pub(crate) struct Context<'a> {
     pub(crate) environment: bool,
     /// Every credential resolved so far.
     pub(crate) resolved: Vec<ResolvedSecret>,
+    /// Templates queued for [`Context::render_jobs`].
+    pub(crate) jobs: Vec<Job>,
+    /// The last render's memo, when there is one.
+    pub(crate) memo: Option<&'a Memo<'a>>,
+    /// The memo entries of this render.
+    pub(crate) recorded: memo::Table,
+    /// How many of them the memo gave back.
+    pub(crate) reused: usize,
 }
 
 impl Context<'_> {
@@ -241,24 +275,52 @@ impl Context<'_> {
         }
     }
 
-    /// Renders template `name` with `values` and checks every object it yields.
-    pub(crate) fn objects(&mut self, name: &str, values: &Json, scope: &check::Scope, origin: Origin) -> Vec<Resource> {
-        self.objects_value(name, minijinja::Value::from(minijinja::value::Serde(values)), scope, origin)
+    /// Queues template `name` with `values` for component `component`: its objects are rendered
+    /// and checked by [`Context::render_jobs`], in parallel with the other components'.
+    pub(crate) fn defer(&mut self, component: &str, name: &str, values: Json, layered: bool, scope: check::Scope, origin: Origin) {
+        self.jobs.push(Job { component: component.to_owned(), template: name.to_owned(), values, layered, scope, origin });
     }
 
-    /// As [`Context::objects`], with `values` layered over `base` (already converted once per
-    /// cluster): a component's own keys win. Converting the shared values once instead of for
-    /// every component is a quarter of a large render.
-    pub(crate) fn objects_over(
-        &mut self,
-        name: &str,
-        values: &Json,
-        base: &minijinja::Value,
-        scope: &check::Scope,
-        origin: Origin,
-    ) -> Vec<Resource> {
-        let own = minijinja::Value::from(minijinja::value::Serde(values));
-        self.objects_value(name, minijinja::context! { ..own, ..base.clone() }, scope, origin)
+    /// Renders every queued template of cluster `cluster` in parallel and puts the objects in
+    /// their components (matched by id). Layered jobs see their own values over `base` (the
+    /// shared values, converted once per cluster, whose memo digest is `base_digest`): a
+    /// component's own keys win. A job the memo holds is not rendered. Problems are recorded in
+    /// queue order, so the report does not depend on scheduling.
+    pub(crate) fn render_jobs(&mut self, cluster: &str, base: &minijinja::Value, base_digest: &[u8; 32], components: &mut [Component]) {
+        let jobs = std::mem::take(&mut self.jobs);
+        let (env, memo) = (self.env, self.memo);
+        let root = tree::cluster_dir(cluster);
+        let done: Vec<(String, Done)> = jobs
+            .into_par_iter()
+            .map(|job| {
+                let key = format!("{cluster}/{}", job.component);
+                let dir = format!("{root}/components/{}", job.component);
+                let base = job.layered.then_some((base, base_digest));
+                let done = render_unit(env, memo, key, &dir, &job.template, &job.values, base, &job.scope, job.origin);
+                (job.component, done)
+            })
+            .collect();
+        let index: std::collections::HashMap<String, usize> = components.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        for (component, done) in done {
+            if let (Some(objects), Some(&i)) = (self.finish(done), index.get(&component)) {
+                components[i].objects.extend(objects);
+            }
+        }
+    }
+
+    /// Records what rendering a unit gave: its problems, its memo entry; returns its objects.
+    pub(crate) fn finish(&mut self, done: Done) -> Option<Vec<Resource>> {
+        if let Some((key, entry, reused)) = done.memo {
+            self.recorded.insert(key, entry);
+            self.reused += usize::from(reused);
+        }
+        match done.result {
+            Ok(objects) => Some(objects),
+            Err(diagnostics) => {
+                self.errors.extend(diagnostics);
+                None
+            }
+        }
     }
 
     /// Renders one tenant or server component in `namespace`: its template over the frame's
@@ -284,7 +346,7 @@ impl Context<'_> {
         };
         let mut values = values.clone();
         values["labels"] = labels(cluster, &id);
-        let objects = self.objects_over(template, &values, frame.base, &scope, origin);
+        self.defer(&id, template, values, true, scope, origin);
         for secret in &mut secrets {
             cluster::add_secret_labels(secret, cluster, &id);
         }
@@ -295,27 +357,103 @@ impl Context<'_> {
             depth: frame.depths.get(&id).copied().unwrap_or(0),
             timeout: timeout.to_owned(),
             id,
-            objects,
+            objects: Vec::new(),
             secrets,
         }
     }
+}
 
-    fn objects_value(&mut self, name: &str, values: minijinja::Value, scope: &check::Scope, origin: Origin) -> Vec<Resource> {
-        let rendered = self.env.get_template(name).and_then(|template| template.render(values));
-        match rendered {
-            Ok(text) => match check::objects(name, &text, scope) {
-                Ok(objects) => objects,
-                Err(problems) => {
-                    self.errors.extend(problems.into_iter().map(|message| Diagnostic::error(origin, scope.component.clone(), message)));
-                    Vec::new()
-                }
-            },
-            Err(error) => {
-                let mut diagnostic = template_diagnostic(&error);
-                diagnostic.origin = origin;
-                self.errors.push(diagnostic);
-                Vec::new()
-            }
+/// A component's template, queued while the cluster's components are assembled (which needs
+/// `&mut Context`: secrets are resolved in order) and rendered afterwards, in parallel.
+pub(crate) struct Job {
+    component: String,
+    template: String,
+    values: Json,
+    /// Whether `values` are layered over the cluster's shared values.
+    layered: bool,
+    scope: check::Scope,
+    origin: Origin,
+}
+
+/// The memo's inputs digest of template `template` checked against `scope`, with `values`
+/// layered over shared values of digest `base` (when some).
+pub(crate) fn scoped_digest(template: &str, scope: &check::Scope, base: Option<&[u8; 32]>, values: &Json) -> [u8; 32] {
+    let namespaces: Vec<&str> = scope.namespaces.iter().map(String::as_str).collect();
+    let kinds: Vec<&str> = scope.cluster_kinds.iter().map(String::as_str).collect();
+    let (namespaces, kinds) = (namespaces.join("\n"), kinds.join("\n"));
+    memo::inputs_digest(
+        &[
+            template.as_bytes(),
+            scope.component.as_bytes(),
+            scope.cluster.as_bytes(),
+            namespaces.as_bytes(),
+            kinds.as_bytes(),
+            base.map_or(&[][..], |d| &d[..]),
+        ],
+        values,
+    )
+}
+
+/// What rendering one templated unit gave: its objects or its problems, and its memo entry
+/// (with whether the memo gave it back).
+pub(crate) struct Done {
+    result: Result<Vec<Resource>, Vec<Diagnostic>>,
+    memo: Option<(String, memo::Entry, bool)>,
+}
+
+/// Renders one templated unit: template `template` with values `own`, layered over `base`
+/// (the shared values, with their digest) when given, checked against `scope`; its objects go
+/// below `dir`. With a memo, the unit is memo job `key`: the memo's objects are taken when its
+/// stamp still holds, and a new entry is recorded otherwise.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn render_unit(
+    env: &minijinja::Environment<'static>,
+    memo: Option<&Memo<'_>>,
+    key: String,
+    dir: &str,
+    template: &str,
+    own: &Json,
+    base: Option<(&minijinja::Value, &[u8; 32])>,
+    scope: &check::Scope,
+    origin: Origin,
+) -> Done {
+    let Some(memo) = memo else {
+        return Done { result: render_checked(env, template, layered(own, base), scope, origin), memo: None };
+    };
+    let inputs = scoped_digest(template, scope, base.map(|(_, digest)| digest), own);
+    if let Some((objects, entry)) = memo.lookup(&key, &inputs) {
+        return Done { result: Ok(objects), memo: Some((key, entry, true)) };
+    }
+    let result = render_checked(env, template, layered(own, base), scope, origin);
+    let entry = result.as_ref().ok().map(|objects| memo.record(&key, &inputs, dir, objects));
+    Done { result, memo: entry.map(|entry| (key, entry, false)) }
+}
+
+/// `own` as a template value, over `base` when given (a component's own keys win).
+fn layered(own: &Json, base: Option<(&minijinja::Value, &[u8; 32])>) -> minijinja::Value {
+    let own = minijinja::Value::from(minijinja::value::Serde(own));
+    match base {
+        Some((base, _)) => minijinja::context! { ..own, ..base.clone() },
+        None => own,
+    }
+}
+
+/// Renders template `name` with `values` and checks every object it yields; problems carry
+/// `origin`.
+pub(crate) fn render_checked(
+    env: &minijinja::Environment<'static>,
+    name: &str,
+    values: minijinja::Value,
+    scope: &check::Scope,
+    origin: Origin,
+) -> Result<Vec<Resource>, Vec<Diagnostic>> {
+    match env.get_template(name).and_then(|template| template.render(values)) {
+        Ok(text) => check::objects(name, &text, scope)
+            .map_err(|problems| problems.into_iter().map(|message| Diagnostic::error(origin, scope.component.clone(), message)).collect()),
+        Err(error) => {
+            let mut diagnostic = template_diagnostic(&error);
+            diagnostic.origin = origin;
+            Err(vec![diagnostic])
         }
     }
 }

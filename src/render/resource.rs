@@ -1,5 +1,10 @@
-//! A rendered Kubernetes object: its identity, its file name, and its body as JSON.
+//! A rendered Kubernetes object: its identity, its file name, and its body as the YAML it is
+//! written as.
+//!
+//! The body is kept as text, not as a JSON value: a JSON value costs about eight times its YAML
+//! in memory, and a large platform holds tens of thousands of objects until the tree is built.
 
+use crate::manifest::to_yaml;
 use serde_json::Value as Json;
 
 /// A rendered object.
@@ -13,23 +18,33 @@ pub struct Resource {
     pub namespace: Option<String>,
     /// `metadata.name`.
     pub name: String,
-    /// The whole object.
-    pub body: Json,
+    /// The whole object, as the YAML document written to its file (ends with a newline).
+    pub text: String,
 }
 
 impl Resource {
-    /// Reads identity fields from a rendered object. `None` when one is missing or not a string
-    /// (the check stage reports that with context).
+    /// Reads identity fields from a rendered object and writes it as YAML. `None` when an
+    /// identity field is missing or not a string (the check stage reports that with context).
+    ///
+    /// # Errors
+    ///
+    /// As [`to_yaml`] (never, for JSON values).
+    pub fn from_json(body: &Json) -> Result<Option<Resource>, serde_saphyr::ser::Error> {
+        let field = |pointer: &str| body.pointer(pointer).and_then(Json::as_str).map(str::to_owned);
+        let (Some(api_version), Some(kind), Some(name)) = (field("/apiVersion"), field("/kind"), field("/metadata/name")) else {
+            return Ok(None);
+        };
+        Ok(Some(Resource { api_version, kind, namespace: field("/metadata/namespace"), name, text: to_yaml(body)? }))
+    }
+
+    /// The object as JSON, parsed back from its text (for tests and tools; the render itself
+    /// never needs it).
     #[must_use]
-    pub fn from_json(body: Json) -> Option<Resource> {
-        let text = |pointer: &str| body.pointer(pointer).and_then(Json::as_str).map(str::to_owned);
-        Some(Resource {
-            api_version: text("/apiVersion")?,
-            kind: text("/kind")?,
-            namespace: text("/metadata/namespace"),
-            name: text("/metadata/name")?,
-            body,
-        })
+    pub fn body(&self) -> Json {
+        crate::spec::yaml::parse(0, &self.text)
+            .ok()
+            .and_then(|documents| documents.first().map(crate::spec::yaml::Node::to_json))
+            .unwrap_or(Json::Null)
     }
 
     /// The file this object is written to inside its component directory: `<kind>-<name>.yaml`

@@ -79,6 +79,20 @@ impl Templates {
         self.sources.insert(name.into(), text.into());
     }
 
+    /// SHA-256 (hex) over every template's name and source: what the render memo keys on.
+    #[must_use]
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        for (name, source) in &self.sources {
+            for part in [name, source] {
+                hasher.update((part.len() as u64).to_be_bytes());
+                hasher.update(part.as_bytes());
+            }
+        }
+        crate::secrets::derive::to_hex(&hasher.finalize())
+    }
+
     /// Names of the templates.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.sources.keys().map(String::as_str)

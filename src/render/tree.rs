@@ -4,13 +4,11 @@
 use super::check::Scope;
 use super::cluster::{ARGOCD_NAMESPACE, FLUX_NAMESPACE};
 use super::{Component, Context, RenderedCluster, Resource, labels};
-use crate::manifest::to_yaml;
 use crate::secrets::PlainSecret;
 use crate::secrets::fingerprint::FingerprintKey;
 use crate::secrets::seal::{Sealer, seal};
+use crate::spec::Object;
 use crate::spec::model::{ClusterSpec, GitopsEngine};
-use crate::spec::yaml::Origin;
-use crate::spec::{Diagnostic, Object};
 use rand::rngs::StdRng;
 use rand::{CryptoRng, SeedableRng};
 use rayon::prelude::*;
@@ -91,6 +89,7 @@ pub(crate) fn gitops_objects(
     cluster: &Object<ClusterSpec>,
     components: &[Component],
     values: &Json,
+    values_digest: &[u8; 32],
 ) -> Option<Vec<Resource>> {
     let name = cluster.name();
     let (template, namespace) = match cluster.spec.gitops.engine {
@@ -107,8 +106,9 @@ pub(crate) fn gitops_objects(
     let names: BTreeMap<&str, String> = components.iter().map(|c| (c.id.as_str(), gitops_name(name, c))).collect();
     let base = minijinja::Value::from(minijinja::value::Serde(values));
     let labels = labels(name, "gitops");
-    let env = context.env;
-    let rendered: Vec<Result<Vec<Resource>, Vec<Diagnostic>>> = components
+    let (env, memo) = (context.env, context.memo);
+    let dir = format!("{}/gitops", cluster_dir(name));
+    let done: Vec<super::Done> = components
         .par_iter()
         .map(|component| {
             let own = json!({
@@ -122,43 +122,19 @@ pub(crate) fn gitops_objects(
                     "timeout": component.timeout,
                 },
             });
-            let values = minijinja::context! { ..minijinja::Value::from(minijinja::value::Serde(&own)), ..base.clone() };
-            objects(env, template, values, &scope, origin)
+            let key = format!("{name}/gitops/{}", component.id);
+            super::render_unit(env, memo, key, &dir, template, &own, Some((&base, values_digest)), &scope, origin)
         })
         .collect();
     let mut out = Vec::new();
     let mut failed = false;
-    for result in rendered {
-        match result {
-            Ok(objects) => out.extend(objects),
-            Err(diagnostics) => {
-                failed = true;
-                context.errors.extend(diagnostics);
-            }
+    for done in done {
+        match context.finish(done) {
+            Some(objects) => out.extend(objects),
+            None => failed = true,
         }
     }
     (!failed).then_some(out)
-}
-
-/// Renders template `name` with `values` and checks every object it yields (as
-/// `Context::objects`, for a template value built by the caller and without the `&mut`
-/// context, so it can run in parallel).
-fn objects(
-    env: &minijinja::Environment<'static>,
-    name: &str,
-    values: minijinja::Value,
-    scope: &Scope,
-    origin: Origin,
-) -> Result<Vec<Resource>, Vec<Diagnostic>> {
-    match env.get_template(name).and_then(|template| template.render(values)) {
-        Ok(text) => super::check::objects(name, &text, scope)
-            .map_err(|problems| problems.into_iter().map(|message| Diagnostic::error(origin, scope.component.clone(), message)).collect()),
-        Err(error) => {
-            let mut diagnostic = super::template_diagnostic(&error);
-            diagnostic.origin = origin;
-            Err(vec![diagnostic])
-        }
-    }
 }
 
 /// Everything the tree needs besides the rendered cluster.
@@ -182,7 +158,7 @@ pub struct SealOptions<'a> {
 /// A Secret that cannot be sealed, an object that cannot be serialized, two objects that
 /// would share a file (the first in component order).
 pub fn build<R: CryptoRng + ?Sized>(
-    cluster: &RenderedCluster,
+    cluster: RenderedCluster,
     options: &SealOptions<'_>,
     previous: &dyn Fn(&str) -> Option<Json>,
     rng: &mut R,
@@ -209,45 +185,45 @@ pub fn build<R: CryptoRng + ?Sized>(
                 .collect()
         })
         .collect();
-    let built: Vec<Result<BuiltComponent, Error>> = cluster
-        .components
-        .par_iter()
+    // NB: the cluster is consumed: each object's text moves into its file instead of being
+    // copied (a large platform would hold its YAML twice).
+    let RenderedCluster { name: cluster_name, components, gitops, .. } = cluster;
+    let built: Vec<Result<BuiltComponent, Error>> = components
+        .into_par_iter()
         .zip(inputs.into_par_iter())
         .map(|(component, inputs)| build_component(component, options, inputs))
         .collect();
     let mut files = BTreeMap::new();
     let mut plan = Vec::with_capacity(built.len());
-    for (component, built) in cluster.components.iter().zip(built) {
+    for built in built {
         let built = built?;
+        let component = &built.component;
         let dir = format!("{root}/components/{}", component.id);
         let names: Vec<&String> = built.entries.keys().collect();
         files.insert(format!("{dir}/kustomization.yaml"), kustomization(&names).into_bytes());
         for (file, (_, bytes)) in built.entries {
             files.insert(format!("{dir}/{file}"), bytes);
         }
-        plan.push(json!({
-            "id": component.id,
-            "path": format!("components/{}", component.id),
-            "dependsOn": component.depends_on,
-            "objects": built.plan_objects,
-        }));
+        plan.push(PlanComponent {
+            path: format!("components/{}", component.id),
+            id: built.component.id,
+            depends_on: built.component.depends_on,
+            objects: built.plan_objects,
+        });
     }
-    let gitops: Vec<Result<(String, String), Error>> = cluster
-        .gitops
-        .par_iter()
-        .map(|resource| Ok((resource.file_name(), to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?)))
-        .collect();
     let mut gitops_files = Vec::new();
-    for result in gitops {
-        let (file, text) = result?;
-        files.insert(format!("{root}/gitops/{file}"), text.into_bytes());
+    for resource in gitops {
+        let file = resource.file_name();
+        files.insert(format!("{root}/gitops/{file}"), resource.text.into_bytes());
         gitops_files.push(file);
     }
     gitops_files.sort();
     let gitops_refs: Vec<&String> = gitops_files.iter().collect();
     files.insert(format!("{root}/gitops/kustomization.yaml"), kustomization(&gitops_refs).into_bytes());
     files.insert(format!("{root}/kustomization.yaml"), kustomization(&[&"gitops".to_owned()]).into_bytes());
-    let plan = json!({"cluster": cluster.name, "components": plan});
+    // NB: written from borrowed structs, not a `serde_json::Value`: for a large platform the
+    // value was the largest thing in memory.
+    let plan = Plan { cluster: &cluster_name, components: plan };
     let mut plan_text = serde_json::to_string_pretty(&plan).unwrap_or_default();
     plan_text.push('\n');
     files.insert(format!("{root}/plan.json"), plan_text.into_bytes());
@@ -265,8 +241,35 @@ struct SealInput {
 /// One component's files (by file name, with the object id for clash messages) and plan
 /// entries.
 struct BuiltComponent {
+    component: Component,
     entries: BTreeMap<String, (String, Vec<u8>)>,
-    plan_objects: Vec<Json>,
+    plan_objects: Vec<PlanObject>,
+}
+
+/// `plan.json` (DESIGN §5).
+#[derive(serde::Serialize)]
+struct Plan<'a> {
+    cluster: &'a str,
+    components: Vec<PlanComponent>,
+}
+
+#[derive(serde::Serialize)]
+struct PlanComponent {
+    id: String,
+    path: String,
+    #[serde(rename = "dependsOn")]
+    depends_on: Vec<String>,
+    objects: Vec<PlanObject>,
+}
+
+#[derive(serde::Serialize)]
+struct PlanObject {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
+    namespace: Option<String>,
+    name: String,
+    file: String,
 }
 
 fn sealed_file_name(sealer: &Sealer, secret: &PlainSecret) -> String {
@@ -275,30 +278,33 @@ fn sealed_file_name(sealer: &Sealer, secret: &PlainSecret) -> String {
         kind: sealed_kind(sealer).to_owned(),
         namespace: Some(secret.namespace.clone()),
         name: secret.name.clone(),
-        body: Json::Null,
+        text: String::new(),
     };
     target.file_name()
 }
 
 /// Serializes one component's objects and seals its Secrets (`inputs`, one per Secret, when a
 /// sealer is configured).
-fn build_component(component: &Component, options: &SealOptions<'_>, inputs: Vec<SealInput>) -> Result<BuiltComponent, Error> {
+fn build_component(mut component: Component, options: &SealOptions<'_>, inputs: Vec<SealInput>) -> Result<BuiltComponent, Error> {
     let mut entries: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
     let mut plan_objects = Vec::with_capacity(component.objects.len() + component.secrets.len());
+    let objects = std::mem::take(&mut component.objects);
+    // NB: the plaintext is dropped (and zeroized) here, once sealed.
+    let secrets = std::mem::take(&mut component.secrets);
     let mut add = |resource: &Resource, file: String, bytes: Vec<u8>| -> Result<(), Error> {
         if let Some((first, _)) = entries.get(&file) {
             return Err(Error::FileClash { component: component.id.clone(), file, first: first.clone(), second: resource.id() });
         }
-        plan_objects.push(plan_object(resource, &format!("components/{}/{file}", component.id)));
+        plan_objects.push(plan_object(resource, format!("components/{}/{file}", component.id)));
         entries.insert(file, (resource.id(), bytes));
         Ok(())
     };
-    for resource in &component.objects {
-        let text = to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?;
-        add(resource, resource.file_name(), text.into_bytes())?;
+    for mut resource in objects {
+        let text = std::mem::take(&mut resource.text);
+        add(&resource, resource.file_name(), text.into_bytes())?;
     }
     let mut inputs = inputs.into_iter();
-    for secret in &component.secrets {
+    for secret in &secrets {
         let (Some(sealer), Some(SealInput { file, old, seed })) = (options.sealer, inputs.next()) else {
             return Err(Error::NoSealer {
                 component: component.id.clone(),
@@ -313,11 +319,12 @@ fn build_component(component: &Component, options: &SealOptions<'_>, inputs: Vec
             name: secret.name.clone(),
             source,
         })?;
-        let Some(resource) = Resource::from_json(body) else { continue };
-        let text = to_yaml(&resource.body).map_err(|e| Error::Yaml(resource.id(), e))?;
-        add(&resource, file, text.into_bytes())?;
+        let id = || format!("Secret/{}/{}", secret.namespace, secret.name);
+        let Some(resource) = Resource::from_json(&body).map_err(|e| Error::Yaml(id(), e))? else { continue };
+        let bytes = resource.text.as_bytes().to_vec();
+        add(&resource, file, bytes)?;
     }
-    Ok(BuiltComponent { entries, plan_objects })
+    Ok(BuiltComponent { component, entries, plan_objects })
 }
 
 fn sealed_kind(sealer: &Sealer) -> &'static str {
@@ -327,14 +334,14 @@ fn sealed_kind(sealer: &Sealer) -> &'static str {
     }
 }
 
-fn plan_object(resource: &Resource, file: &str) -> Json {
-    json!({
-        "apiVersion": resource.api_version,
-        "kind": resource.kind,
-        "namespace": resource.namespace,
-        "name": resource.name,
-        "file": file,
-    })
+fn plan_object(resource: &Resource, file: String) -> PlanObject {
+    PlanObject {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+        namespace: resource.namespace.clone(),
+        name: resource.name.clone(),
+        file,
+    }
 }
 
 /// A `kustomization.yaml` listing `resources` in order.
@@ -374,7 +381,7 @@ mod tests {
         let sealer = Sealer::SealedSecrets { certificate };
         let key = master.fingerprint_key();
         let options = SealOptions { sealer: Some(&sealer), fingerprint_key: Some(&key) };
-        build(&rendered.clusters[0], &options, previous, &mut StdRng::seed_from_u64(seed)).expect("builds")
+        build(rendered.clusters[0].clone(), &options, previous, &mut StdRng::seed_from_u64(seed)).expect("builds")
     }
 
     #[test]
@@ -404,7 +411,7 @@ mod tests {
         let master = MasterKey::from_bytes([7; 32]);
         let rendered = render(&spec, &bundle, &Options::default(), &MapInputs::default(), Some(&master)).expect("renders");
         let options = SealOptions { sealer: None, fingerprint_key: None };
-        let error = build(&rendered.clusters[0], &options, &|_| None, &mut StdRng::seed_from_u64(1)).unwrap_err();
+        let error = build(rendered.clusters[0].clone(), &options, &|_| None, &mut StdRng::seed_from_u64(1)).unwrap_err();
         assert!(error.to_string().contains("refusing to write a plaintext Secret"), "{error}");
     }
 

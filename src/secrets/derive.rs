@@ -139,6 +139,15 @@ impl MasterKey {
         mac.update(b"tfrs/fingerprint-key/v1");
         FingerprintKey::from_bytes(mac.finalize().into_bytes().into())
     }
+
+    /// The key of the render memo's stamps (`crate::render::memo`):
+    /// `HMAC-SHA256(master_key, "tfrs/memo-key/v1")`, independent of every other key.
+    #[must_use]
+    pub fn memo_key(&self) -> Zeroizing<[u8; 32]> {
+        let mut mac = self.mac();
+        mac.update(b"tfrs/memo-key/v1");
+        Zeroizing::new(mac.finalize().into_bytes().into())
+    }
 }
 
 fn hex_digit(c: u8) -> Option<u8> {

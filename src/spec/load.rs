@@ -9,6 +9,7 @@ use super::diagnostic::{Diagnostic, did_you_mean};
 use super::model::{API_VERSION, ClusterSpec, Document, Metadata, SECRET_FORMS, ServerSpec, TenantSpec};
 use super::schema::{self, Kind, ValidateOptions};
 use super::yaml::{self, Key, Node, Origin, Value};
+use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -181,37 +182,53 @@ pub fn load(bundle: &Bundle) -> Loaded {
         }
     }
 
-    let mut spec = Spec::default();
-    for (kind, document) in documents {
-        let cluster = match kind {
-            Kind::Cluster => document.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str).map(str::to_owned),
-            Kind::Tenant => document.get("spec").and_then(|s| s.get("cluster")).and_then(Node::as_str).map(str::to_owned),
-            Kind::Server => {
-                document.get("spec").and_then(|s| s.get("tenant")).and_then(Node::as_str).and_then(|t| tenant_clusters.get(t).cloned())
+    // NB: documents are built in parallel (a large platform has thousands of servers); the
+    // results and their problems are gathered in document order.
+    let built: Vec<(Option<Built>, Vec<Diagnostic>)> = documents
+        .into_par_iter()
+        .map(|(kind, document)| {
+            let mut out = Vec::new();
+            let cluster = match kind {
+                Kind::Cluster => document.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str).map(str::to_owned),
+                Kind::Tenant => document.get("spec").and_then(|s| s.get("cluster")).and_then(Node::as_str).map(str::to_owned),
+                Kind::Server => {
+                    document.get("spec").and_then(|s| s.get("tenant")).and_then(Node::as_str).and_then(|t| tenant_clusters.get(t).cloned())
+                }
+            };
+            let mut names: Vec<String> = cluster.and_then(|c| cluster_overlays.get(&c).cloned()).unwrap_or_default();
+            names.extend(bundle.extra_overlays.iter().cloned());
+            let layers: Vec<Layer> = names
+                .iter()
+                .flat_map(|name| {
+                    overlays
+                        .get(name)
+                        .into_iter()
+                        .flatten()
+                        .filter(|o| o.kind == kind)
+                        .map(move |o| Layer { label: format!("overlay `{name}`"), spec: o.spec.clone() })
+                })
+                .collect();
+            let raw = document.clone();
+            let built = match kind {
+                Kind::Cluster => build::<ClusterSpec>(document, layers, &schemas[&kind], &mut out).map(|o| Built::Cluster(Box::new(o))),
+                Kind::Tenant => build::<TenantSpec>(document, layers, &schemas[&kind], &mut out).map(|o| Built::Tenant(Box::new(o))),
+                Kind::Server => build::<ServerSpec>(document, layers, &schemas[&kind], &mut out).map(|o| Built::Server(Box::new(o))),
+            };
+            if built.is_none() {
+                // NB: the typed checks skip an invalid document; its references are still checked.
+                check_raw_reference(kind, &raw, &known, &mut out);
             }
-        };
-        let mut names: Vec<String> = cluster.and_then(|c| cluster_overlays.get(&c).cloned()).unwrap_or_default();
-        names.extend(bundle.extra_overlays.iter().cloned());
-        let layers: Vec<Layer> = names
-            .iter()
-            .flat_map(|name| {
-                overlays
-                    .get(name)
-                    .into_iter()
-                    .flatten()
-                    .filter(|o| o.kind == kind)
-                    .map(move |o| Layer { label: format!("overlay `{name}`"), spec: o.spec.clone() })
-            })
-            .collect();
-        let raw = document.clone();
-        let built = match kind {
-            Kind::Cluster => build::<ClusterSpec>(document, layers, &schemas[&kind], &mut out).map(|o| spec.clusters.push(o)),
-            Kind::Tenant => build::<TenantSpec>(document, layers, &schemas[&kind], &mut out).map(|o| spec.tenants.push(o)),
-            Kind::Server => build::<ServerSpec>(document, layers, &schemas[&kind], &mut out).map(|o| spec.servers.push(o)),
-        };
-        if built.is_none() {
-            // NB: the typed checks skip an invalid document; its references are still checked.
-            check_raw_reference(kind, &raw, &known, &mut out);
+            (built, out)
+        })
+        .collect();
+    let mut spec = Spec::default();
+    for (built, problems) in built {
+        out.extend(problems);
+        match built {
+            Some(Built::Cluster(object)) => spec.clusters.push(*object),
+            Some(Built::Tenant(object)) => spec.tenants.push(*object),
+            Some(Built::Server(object)) => spec.servers.push(*object),
+            None => {}
         }
     }
 
@@ -227,6 +244,13 @@ pub fn load(bundle: &Bundle) -> Loaded {
     let diagnostics: Vec<Diagnostic> = unique.into_values().collect();
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
     Loaded { spec: (!has_errors).then_some(spec), diagnostics }
+}
+
+/// One document, typed.
+enum Built {
+    Cluster(Box<Object<ClusterSpec>>),
+    Tenant(Box<Object<TenantSpec>>),
+    Server(Box<Object<ServerSpec>>),
 }
 
 fn unknown_overlay(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> Diagnostic {

@@ -1,0 +1,237 @@
+//! The render memo: a component whose template inputs are those of the last render into the
+//! same output directory, and whose files that render wrote are still there byte for byte, is
+//! not templated again; its objects are read back from those files.
+//!
+//! Every templated unit (a component's template, a component's GitOps entry) has a *job key*
+//! (`<cluster>/<component id>` or `<cluster>/gitops/<component id>`) and an *inputs digest*:
+//! SHA-256 over the template name, its values as JSON, the scope it is checked against and,
+//! for values layered over the cluster's shared values, their digest. The digest never leaves
+//! the process. What is kept between runs is a *stamp* per job:
+//!
+//! `stamp = HMAC-SHA256(memo_key, "tfrs/memo/v1" ‖ lp(build) ‖ lp(job) ‖ inputs ‖
+//! for each object: lp(path) ‖ lp(apiVersion) ‖ lp(kind) ‖ lp(namespace) ‖ lp(name) ‖ lp(bytes))`
+//!
+//! with the identity and path of each object it produced. `build` names the tfrs build (its
+//! version and executable) and the template set, so a new tfrs or a changed template renders
+//! everything again. A stored stamp is reused only when it is recomputed, from the current
+//! inputs and the bytes now at those paths, to the same value: a hand-edited or deleted file,
+//! a changed value, template or build, or a different master key all miss, and the job is
+//! rendered as if there were no memo. The memo holds no value and no plain hash of one (the
+//! stamp is keyed by `memo_key`, derived from the master key); without a master key there is
+//! no memo.
+
+use super::resource::Resource;
+use crate::secrets::derive::push_lp;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use zeroize::Zeroizing;
+
+/// What is kept of one job between runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The stamp, lowercase hex.
+    pub stamp: String,
+    /// The objects the job produced, in order.
+    pub objects: Vec<Object>,
+}
+
+/// One object of a job: its identity and the path it was written to (relative to the output
+/// directory).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Object {
+    /// `apiVersion`.
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+    /// `metadata.namespace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// `metadata.name`.
+    pub name: String,
+    /// The file, relative to the output directory.
+    pub path: String,
+}
+
+/// Every job's entry, by job key.
+pub type Table = BTreeMap<String, Entry>;
+
+/// The memo of one render: the entries of the last run and the tree that run wrote.
+pub struct Memo<'a> {
+    key: Zeroizing<[u8; 32]>,
+    build: String,
+    previous: HashMap<String, Entry>,
+    tree: &'a BTreeMap<String, Vec<u8>>,
+}
+
+impl std::fmt::Debug for Memo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memo").field("build", &self.build).field("entries", &self.previous.len()).finish_non_exhaustive()
+    }
+}
+
+impl<'a> Memo<'a> {
+    /// A memo keyed by `key` (see [`crate::secrets::MasterKey::memo_key`]) for build `build`,
+    /// with the entries `previous` recorded by the last run and `tree`, the files now in the
+    /// output directory by relative path.
+    #[must_use]
+    pub fn new(key: Zeroizing<[u8; 32]>, build: String, previous: Table, tree: &'a BTreeMap<String, Vec<u8>>) -> Memo<'a> {
+        Memo { key, build, previous: previous.into_iter().collect(), tree }
+    }
+
+    /// The objects job `job` produced last time, when its stamp still holds for `inputs` and
+    /// the files now in the tree.
+    pub(crate) fn lookup(&self, job: &str, inputs: &[u8; 32]) -> Option<(Vec<Resource>, Entry)> {
+        let entry = self.previous.get(job)?;
+        let mut mac = self.mac(job, inputs);
+        let mut resources = Vec::with_capacity(entry.objects.len());
+        for object in &entry.objects {
+            let bytes = self.tree.get(&object.path)?;
+            let text = std::str::from_utf8(bytes).ok()?;
+            absorb(&mut mac, &object.path, &object.api_version, &object.kind, object.namespace.as_deref(), &object.name, bytes);
+            resources.push(Resource {
+                api_version: object.api_version.clone(),
+                kind: object.kind.clone(),
+                namespace: object.namespace.clone(),
+                name: object.name.clone(),
+                text: text.to_owned(),
+            });
+        }
+        let stamp = crate::secrets::derive::to_hex(&mac.finalize().into_bytes());
+        (stamp == entry.stamp).then(|| (resources, entry.clone()))
+    }
+
+    /// The entry of job `job` that rendered `resources` from `inputs`, each written to
+    /// `<dir>/<file name>`.
+    pub(crate) fn record(&self, job: &str, inputs: &[u8; 32], dir: &str, resources: &[Resource]) -> Entry {
+        let mut mac = self.mac(job, inputs);
+        let objects: Vec<Object> = resources
+            .iter()
+            .map(|r| Object {
+                api_version: r.api_version.clone(),
+                kind: r.kind.clone(),
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+                path: format!("{dir}/{}", r.file_name()),
+            })
+            .collect();
+        for (object, resource) in objects.iter().zip(resources) {
+            absorb(
+                &mut mac,
+                &object.path,
+                &object.api_version,
+                &object.kind,
+                object.namespace.as_deref(),
+                &object.name,
+                resource.text.as_bytes(),
+            );
+        }
+        Entry { stamp: crate::secrets::derive::to_hex(&mac.finalize().into_bytes()), objects }
+    }
+
+    fn mac(&self, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(self.key.as_slice()).expect("HMAC takes any key length");
+        let mut head = Vec::with_capacity(64 + self.build.len() + job.len());
+        head.extend_from_slice(b"tfrs/memo/v1");
+        push_lp(&mut head, self.build.as_bytes());
+        push_lp(&mut head, job.as_bytes());
+        head.extend_from_slice(inputs);
+        mac.update(&head);
+        mac
+    }
+}
+
+fn absorb(mac: &mut Hmac<Sha256>, path: &str, api_version: &str, kind: &str, namespace: Option<&str>, name: &str, bytes: &[u8]) {
+    let mut head = Vec::with_capacity(128);
+    for field in [path, api_version, kind, namespace.unwrap_or(""), name] {
+        push_lp(&mut head, field.as_bytes());
+    }
+    head.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+    mac.update(&head);
+    mac.update(bytes);
+}
+
+/// The inputs digest of a job (see the module docs): SHA-256 over `parts` (each
+/// length-prefixed) and `values` as JSON.
+pub(crate) fn inputs_digest(parts: &[&[u8]], values: &Json) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    // NB: serde_json writes maps in insertion order, which the render fixes: equal inputs give
+    // equal bytes.
+    let mut writer = HashWriter(&mut hasher);
+    let _ = serde_json::to_writer(&mut writer, values);
+    hasher.finalize().into()
+}
+
+/// The digest of a cluster's shared values (see [`inputs_digest`]).
+pub(crate) fn values_digest(values: &Json) -> [u8; 32] {
+    inputs_digest(&[b"shared"], values)
+}
+
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn resource(name: &str, text: &str) -> Resource {
+        Resource { api_version: "v1".into(), kind: "ConfigMap".into(), namespace: Some("ns".into()), name: name.into(), text: text.into() }
+    }
+
+    #[test]
+    fn a_stamp_holds_only_for_the_same_inputs_bytes_build_and_key() {
+        let empty = BTreeMap::new();
+        let inputs = inputs_digest(&[b"t.yaml"], &json!({"a": 1}));
+        let recorder = Memo::new(Zeroizing::new([1; 32]), "b1".into(), Table::new(), &empty);
+        let resources = [resource("one", "kind: ConfigMap\n"), resource("two", "kind: ConfigMap\nx: 1\n")];
+        let entry = recorder.record("lab/c", &inputs, "clusters/lab/components/c", &resources);
+        let mut tree = BTreeMap::new();
+        for (object, resource) in entry.objects.iter().zip(&resources) {
+            tree.insert(object.path.clone(), resource.text.clone().into_bytes());
+        }
+        let table: Table = [("lab/c".to_owned(), entry.clone())].into_iter().collect();
+        let memo = Memo::new(Zeroizing::new([1; 32]), "b1".into(), table.clone(), &tree);
+        let (found, again) = memo.lookup("lab/c", &inputs).expect("a hit");
+        assert_eq!(found, resources);
+        assert_eq!(again, entry);
+
+        assert!(memo.lookup("lab/c", &inputs_digest(&[b"t.yaml"], &json!({"a": 2}))).is_none(), "other values");
+        assert!(memo.lookup("lab/d", &inputs).is_none(), "another job");
+        assert!(Memo::new(Zeroizing::new([1; 32]), "b2".into(), table.clone(), &tree).lookup("lab/c", &inputs).is_none(), "another build");
+        assert!(Memo::new(Zeroizing::new([2; 32]), "b1".into(), table.clone(), &tree).lookup("lab/c", &inputs).is_none(), "another key");
+        let mut edited = tree.clone();
+        edited.insert(entry.objects[1].path.clone(), b"kind: ConfigMap\nx: 2\n".to_vec());
+        assert!(
+            Memo::new(Zeroizing::new([1; 32]), "b1".into(), table.clone(), &edited).lookup("lab/c", &inputs).is_none(),
+            "an edited file"
+        );
+        let mut deleted = tree.clone();
+        deleted.remove(&entry.objects[0].path);
+        assert!(Memo::new(Zeroizing::new([1; 32]), "b1".into(), table, &deleted).lookup("lab/c", &inputs).is_none(), "a deleted file");
+    }
+
+    #[test]
+    fn digests_separate_their_parts() {
+        assert_ne!(inputs_digest(&[b"ab", b"c"], &json!(null)), inputs_digest(&[b"a", b"bc"], &json!(null)));
+        assert_ne!(inputs_digest(&[b"a"], &json!({"k": "v"})), inputs_digest(&[b"a"], &json!({"k": "w"})));
+        assert_eq!(inputs_digest(&[b"a"], &json!({"k": "v"})), inputs_digest(&[b"a"], &json!({"k": "v"})));
+    }
+}
