@@ -134,18 +134,31 @@ pub fn read_tree(out: &Path) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
     Ok(files)
 }
 
+/// The files below `dir`, by path relative to `root`. Subdirectories are walked in parallel (a
+/// large tree has tens of thousands of directories).
 fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> anyhow::Result<()> {
+    let mut subdirectories = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))? {
         let entry = entry?;
         let path = entry.path();
         // NB: `file_type` does not follow symlinks, `is_dir` does: keep following them, as
         // before, for a symlinked directory below a `--templates` root.
         if entry.file_type().is_ok_and(|t| t.is_dir()) || (entry.file_type().is_ok_and(|t| t.is_symlink()) && path.is_dir()) {
-            walk(root, &path, files)?;
+            subdirectories.push(path);
         } else {
             let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
             files.push((relative, path));
         }
+    }
+    let nested: Vec<anyhow::Result<Vec<(String, PathBuf)>>> = subdirectories
+        .into_par_iter()
+        .map(|path| {
+            let mut below = Vec::new();
+            walk(root, &path, &mut below).map(|()| below)
+        })
+        .collect();
+    for below in nested {
+        files.extend(below?);
     }
     Ok(())
 }
@@ -175,9 +188,8 @@ pub fn write(out: &Path, files: &BTreeMap<String, Vec<u8>>, old: &BTreeMap<Strin
                 dirs.insert(dir);
             }
         }
-        for dir in dirs {
-            fs::create_dir_all(staging.join(dir))?;
-        }
+        // NB: `create_dir_all` tolerates another thread creating a shared parent.
+        dirs.par_iter().try_for_each(|dir| fs::create_dir_all(staging.join(dir)))?;
         files.par_iter().try_for_each(|(relative, bytes)| -> std::io::Result<()> {
             let path = staging.join(relative);
             if old.get(relative) == Some(bytes) && fs::hard_link(out.join(relative), &path).is_ok() {

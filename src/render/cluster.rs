@@ -8,12 +8,10 @@ use crate::spec::check::tenant_namespace;
 use crate::spec::model::{ClusterSpec, GitopsEngine, Issuer, SealingBackend};
 use crate::spec::{Object, Spec};
 use base64::Engine as _;
+use rayon::prelude::*;
 use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};
 use zeroize::Zeroizing;
-
-/// How many queued templates are rendered together (in parallel).
-const JOB_BATCH: usize = 512;
 
 /// Namespace of Flux's own objects (Kustomizations, HelmReleases, sources).
 pub const FLUX_NAMESPACE: &str = "flux-system";
@@ -256,18 +254,28 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     let frame = Frame { cluster, graph: &graph, depths: &depths, pull: pull_secret.as_ref(), engine_namespace };
     // NB: the shared values are digested only for the memo (one serialization per cluster).
     let base_digest = if context.memo.is_some() { super::memo::values_digest(&values) } else { [0; 32] };
-    for unit in &units {
-        let credentials = tenant::render(context, &frame, unit, &mut components);
-        for server in server::servers(spec, unit) {
-            server::render(context, &frame, unit, server, &credentials, &mut components);
-        }
-        // NB: queued values are rendered in batches, so that the values of every component
-        // are never held at once (a third of the peak memory of a large platform otherwise).
-        if context.jobs.len() >= JOB_BATCH {
-            context.render_jobs(&name, &base, &base_digest, &mut components);
-        }
-    }
+    // The cluster components' templates, then every unit (a tenant namespace and its servers)
+    // in parallel, each in a context of its own whose problems, credentials and memo entries
+    // are gathered in unit order. A unit renders its own templates, so the values of only the
+    // units in flight are held at once.
     context.render_jobs(&name, &base, &base_digest, &mut components);
+    let units: Vec<(Vec<Component>, Context<'_>)> = units
+        .par_iter()
+        .map(|unit| {
+            let mut child = context.child();
+            let mut own = Vec::new();
+            let credentials = tenant::render(&mut child, &frame, unit, &mut own);
+            for server in server::servers(spec, unit) {
+                server::render(&mut child, &frame, unit, server, &credentials, &mut own);
+            }
+            child.render_jobs(&name, &base, &base_digest, &mut own);
+            (own, child)
+        })
+        .collect();
+    for (own, child) in units {
+        components.extend(own);
+        context.absorb(child);
+    }
     if context.errors.len() > errors_before {
         return None;
     }

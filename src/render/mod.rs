@@ -225,7 +225,7 @@ pub(crate) struct Context<'a> {
     pub(crate) reused: usize,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
     /// Resolves a secret source of `object` at `field` (e.g. `spec.imageRegistry.password`),
     /// deriving generated values over `logical_path`. Records an error and returns `None` when
     /// it cannot be resolved.
@@ -306,6 +306,37 @@ impl Context<'_> {
                 components[i].objects.extend(objects);
             }
         }
+    }
+
+    /// A context sharing this one's environment, inputs and memo, with nothing collected yet
+    /// (for a unit rendered on another thread; see [`Context::absorb`]).
+    pub(crate) fn child(&self) -> Context<'a> {
+        Context {
+            env: self.env,
+            files: self.files,
+            inputs: self.inputs,
+            master: self.master,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            options: self.options,
+            environment: false,
+            resolved: Vec::new(),
+            jobs: Vec::new(),
+            memo: self.memo,
+            recorded: memo::Table::new(),
+            reused: 0,
+        }
+    }
+
+    /// Takes in what a [`Context::child`] collected.
+    pub(crate) fn absorb(&mut self, child: Context<'_>) {
+        debug_assert!(child.jobs.is_empty(), "a child renders its own templates");
+        self.errors.extend(child.errors);
+        self.warnings.extend(child.warnings);
+        self.environment |= child.environment;
+        self.resolved.extend(child.resolved);
+        self.recorded.extend(child.recorded);
+        self.reused += child.reused;
     }
 
     /// Records what rendering a unit gave: its problems, its memo entry; returns its objects.

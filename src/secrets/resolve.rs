@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use zeroize::Zeroizing;
 
 /// Where `fromEnv` and `fromFile` values come from.
-pub trait SecretInputs {
+pub trait SecretInputs: Sync {
     /// The value of environment variable `name`, if set.
     fn env(&self, name: &str) -> Option<String>;
     /// The bytes of `path` as written in the spec, relative to the directory of `spec_file` (the

@@ -64,7 +64,7 @@ impl Diagnostic {
 }
 
 /// A file as shown in reports: its display name and its text.
-pub trait FileTable {
+pub trait FileTable: Sync {
     /// Display name of file `index`.
     fn name(&self, index: usize) -> &str;
     /// Text of file `index`.
