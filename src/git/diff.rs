@@ -264,15 +264,14 @@ fn locate(path: &str) -> (String, String) {
 }
 
 /// A parsed object or a plain file, with its masked text and sealed values.
-struct Item {
+struct Item<'a> {
     path: String,
     kind: Option<String>,
     namespace: Option<String>,
     name: Option<String>,
-    /// The raw content (JSON of the object, or the file's bytes) for equality.
-    raw: Vec<u8>,
-    /// The whole file's bytes: a change of layout alone is a change too.
-    file: Vec<u8>,
+    /// The whole file's bytes, for equality: equal bytes hold equal objects, and a change of
+    /// layout alone is a change too.
+    file: &'a [u8],
     /// Masked YAML (objects) or text (files).
     text: String,
     sealed: BTreeMap<String, Sealed>,
@@ -285,14 +284,15 @@ struct Sealed {
 
 type Key = (String, String, String);
 
-fn items(files: &Files) -> BTreeMap<Key, Item> {
+/// The items of `files`; `with_text` for the masked text of each (only unified diffs need it).
+fn items<'a>(files: &[(&str, &'a [u8])], with_text: bool) -> BTreeMap<Key, Item<'a>> {
     // Files are parsed in parallel, then inserted in path order (as one pass would).
-    let parsed: Vec<Vec<(Key, Item)>> = files.par_iter().map(|(path, bytes)| file_items(path, bytes)).collect();
+    let parsed: Vec<Vec<(Key, Item<'a>)>> = files.par_iter().map(|&(path, bytes)| file_items(path, bytes, with_text)).collect();
     parsed.into_iter().flatten().collect()
 }
 
 /// The items of one file: its objects, or the file itself when it holds none.
-fn file_items(path: &str, bytes: &[u8]) -> Vec<(Key, Item)> {
+fn file_items<'a>(path: &str, bytes: &'a [u8], with_text: bool) -> Vec<(Key, Item<'a>)> {
     let mut out = Vec::new();
     {
         let (cluster, component) = locate(path);
@@ -313,9 +313,12 @@ fn file_items(path: &str, bytes: &[u8]) -> Vec<(Key, Item)> {
                 kind: None,
                 namespace: None,
                 name: None,
-                raw: bytes.to_vec(),
-                file: bytes.to_vec(),
-                text: if std::str::from_utf8(bytes).is_ok() { text.into_owned() } else { "<binary>\n".to_owned() },
+                file: bytes,
+                text: match (with_text, std::str::from_utf8(bytes).is_ok()) {
+                    (false, _) => String::new(),
+                    (true, true) => text.into_owned(),
+                    (true, false) => "<binary>\n".to_owned(),
+                },
                 sealed: BTreeMap::new(),
             };
             out.push(((cluster.clone(), component.clone(), format!("1\0{path}")), item));
@@ -326,18 +329,10 @@ fn file_items(path: &str, bytes: &[u8]) -> Vec<(Key, Item)> {
             let name = object.pointer("/metadata/name").and_then(Json::as_str).unwrap_or_default().to_owned();
             let namespace = object.pointer("/metadata/namespace").and_then(Json::as_str).map(str::to_owned);
             let (masked, sealed) = mask(&object);
-            let text = crate::manifest::to_yaml(&masked).unwrap_or_else(|_| "<unprintable>\n".to_owned());
+            let text =
+                if with_text { crate::manifest::to_yaml(&masked).unwrap_or_else(|_| "<unprintable>\n".to_owned()) } else { String::new() };
             let key = format!("0\0{kind}\0{}\0{name}", namespace.as_deref().unwrap_or(""));
-            let item = Item {
-                path: path.to_owned(),
-                kind: Some(kind),
-                namespace,
-                name: Some(name),
-                raw: object.to_string().into_bytes(),
-                file: bytes.to_vec(),
-                text,
-                sealed,
-            };
+            let item = Item { path: path.to_owned(), kind: Some(kind), namespace, name: Some(name), file: bytes, text, sealed };
             out.push(((cluster.clone(), component.clone(), key), item));
         }
     }
@@ -443,21 +438,28 @@ fn unified(old: &str, new: &str, old_path: &str, new_path: &str) -> String {
 /// ```
 #[must_use]
 pub fn diff(old: &Files, new: &Files) -> Diff {
-    compare(&items(old), &items(new), true)
+    compare(&items(&differing(old, None), true), &items(&differing(new, None), true), true)
 }
 
-/// As [`diff`], for a commit message: no unified diffs (`Entry::diff` is empty), and files
+/// As [`diff`], for a commit message: no unified diffs (`Entry::diff` is empty, and the masked
+/// text they are made of is not computed), and files
 /// whose path and bytes are the same on both sides are not parsed (they hold the same
 /// objects, so they can only compare equal).
 #[must_use]
 pub fn changes(old: &Files, new: &Files) -> Diff {
-    let differs = |path: &String, bytes: &Vec<u8>, other: &Files| other.get(path) != Some(bytes);
-    let old_changed: Files = old.iter().filter(|(p, b)| differs(p, b, new)).map(|(p, b)| (p.clone(), b.clone())).collect();
-    let new_changed: Files = new.iter().filter(|(p, b)| differs(p, b, old)).map(|(p, b)| (p.clone(), b.clone())).collect();
-    compare(&items(&old_changed), &items(&new_changed), false)
+    compare(&items(&differing(old, Some(new)), false), &items(&differing(new, Some(old)), false), false)
 }
 
-fn compare(old: &BTreeMap<Key, Item>, new: &BTreeMap<Key, Item>, with_unified: bool) -> Diff {
+/// The files of `files` whose path and bytes are not in `other` (all without `other`), borrowed.
+fn differing<'a>(files: &'a Files, other: Option<&Files>) -> Vec<(&'a str, &'a [u8])> {
+    files
+        .iter()
+        .filter(|&(path, bytes)| other.is_none_or(|other| other.get(path) != Some(bytes)))
+        .map(|(path, bytes)| (path.as_str(), bytes.as_slice()))
+        .collect()
+}
+
+fn compare(old: &BTreeMap<Key, Item<'_>>, new: &BTreeMap<Key, Item<'_>>, with_unified: bool) -> Diff {
     let mut keys: Vec<&Key> = old.keys().chain(new.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -467,7 +469,7 @@ fn compare(old: &BTreeMap<Key, Item>, new: &BTreeMap<Key, Item>, with_unified: b
         let change = match (a, b) {
             (None, Some(_)) => Change::Added,
             (Some(_), None) => Change::Removed,
-            (Some(a), Some(b)) if a.raw == b.raw && a.file == b.file => continue,
+            (Some(a), Some(b)) if a.file == b.file => continue,
             _ => Change::Changed,
         };
         let Some(item) = b.or(a) else { continue };

@@ -1,11 +1,13 @@
 //! Git: commit the rendered tree to a branch ([`commit`]), compare a render with a ref
 //! ([`diff`], pure), and talk to remotes ([`remote`]).
 //!
-//! Commits are built from in-memory trees (blobs and tree objects written straight into the
-//! object database), so a bare repository works and no work tree is ever needed.
+//! Commits are built from in-memory trees: the blob, tree and commit objects a commit adds are
+//! written into the object database as one pack ([`pack`]), so a bare repository works and no
+//! work tree is ever needed.
 
 pub mod commit;
 pub mod diff;
+pub mod pack;
 pub mod remote;
 
 use diff::Files;
@@ -55,6 +57,9 @@ pub enum Error {
     /// Writing blobs, trees or the commit failed.
     #[error("cannot write the commit")]
     Write(#[source] git2::Error),
+    /// Writing the pack of new objects failed.
+    #[error("cannot write the commit")]
+    Pack(#[source] pack::Error),
     /// Updating the branch failed for another reason than a concurrent writer.
     #[error("cannot update `{branch}`")]
     UpdateRef {
