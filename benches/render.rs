@@ -1,6 +1,7 @@
 //! In-process stages of `tfrs render` on the scale platform (`benches/scale/platform.rs`):
-//! load (parse + validate), render (templates + parse-back checks), build cold (seal every
-//! Secret + serialize) and build with reuse (every Secret kept by fingerprint).
+//! load (parse + validate), render (templates + parse-back checks), render with the memo of an
+//! unchanged tree (every unit reused), build cold (seal every Secret + serialize) and build with
+//! reuse (every Secret kept by fingerprint). The allocator is the binary's (mimalloc).
 //!
 //! ```console
 //! $ cargo bench --bench render                                  # 200 tenants, 2,000 servers
@@ -20,9 +21,12 @@ use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use tfrs_gitops::render::tree::{SealOptions, build};
-use tfrs_gitops::render::{Options, render};
+use tfrs_gitops::render::{Memo, Options, render, render_with_memo};
 use tfrs_gitops::secrets::{Certificate, MapInputs, MasterKey, Sealer};
 use tfrs_gitops::spec::{Bundle, load};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn size(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -58,12 +62,24 @@ fn stages(c: &mut Criterion) {
     let rendered = render(&spec, &bundle, &options, &inputs, Some(&master)).expect("the scale platform renders");
     let cluster = &rendered.clusters[0];
     let cold = build(cluster.clone(), &seal_options, &|_| None, &mut StdRng::seed_from_u64(1)).expect("builds");
+    // The memo of a render into `cold`'s directory.
+    let empty = BTreeMap::new();
+    let recorder = Memo::new(master.memo_key(), "bench".to_owned(), Default::default(), &empty);
+    let table = render_with_memo(&spec, &bundle, &options, &inputs, Some(&master), Some(&recorder)).expect("renders").memo;
 
     let mut group = c.benchmark_group(format!("scale-{tenants}t-{servers}s"));
     group.sample_size(10);
     group.bench_function("load", |b| b.iter(|| black_box(load(&bundle).spec.is_some())));
     group.bench_function("render", |b| {
         b.iter(|| black_box(render(&spec, &bundle, &options, &inputs, Some(&master)).map(|r| r.clusters.len()).unwrap_or(0)))
+    });
+    group.bench_function("render-memo", |b| {
+        b.iter(|| {
+            let memo = Memo::new(master.memo_key(), "bench".to_owned(), table.clone(), &cold);
+            let rendered = render_with_memo(&spec, &bundle, &options, &inputs, Some(&master), Some(&memo)).expect("renders");
+            assert_eq!(rendered.reused, table.len(), "every unit is reused");
+            black_box(rendered.clusters.len())
+        })
     });
     group.bench_function("build-cold", |b| {
         b.iter(|| black_box(build(cluster.clone(), &seal_options, &|_| None, &mut StdRng::seed_from_u64(2)).map(|f| f.len()).unwrap_or(0)))
