@@ -11,7 +11,7 @@
 //! `stamp = HMAC-SHA256(memo_key, "tfrs/memo/v1" ‖ lp(build) ‖ lp(job) ‖ inputs ‖
 //! for each object: lp(path) ‖ lp(apiVersion) ‖ lp(kind) ‖ lp(namespace) ‖ lp(name) ‖ lp(bytes))`
 //!
-//! with the identity and path of each object it produced. `build` names the tfrs build (its
+//! with the directory, identity and file of each object it produced. `build` names the tfrs build (its
 //! version and executable) and the template set, so a new tfrs or a changed template renders
 //! everything again. A stored stamp is reused only when it is recomputed, from the current
 //! inputs and the bytes now at those paths, to the same value: a hand-edited or deleted file,
@@ -34,26 +34,42 @@ use zeroize::Zeroizing;
 pub struct Entry {
     /// The stamp, lowercase hex.
     pub stamp: String,
+    /// The directory its objects were written to, relative to the output directory.
+    pub dir: String,
     /// The objects the job produced, in order.
     pub objects: Vec<Object>,
 }
 
-/// One object of a job: its identity and the path it was written to (relative to the output
-/// directory).
+/// One object of a job: its identity and its file in the job's directory. Kept as a JSON array
+/// (`[apiVersion, kind, namespace, name, file]`): a large platform has tens of thousands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "Row", into = "Row")]
 pub struct Object {
     /// `apiVersion`.
-    #[serde(rename = "apiVersion")]
     pub api_version: String,
     /// `kind`.
     pub kind: String,
     /// `metadata.namespace`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// `metadata.name`.
     pub name: String,
-    /// The file, relative to the output directory.
-    pub path: String,
+    /// The file name in the job's directory.
+    pub file: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Row(String, String, Option<String>, String, String);
+
+impl From<Row> for Object {
+    fn from(Row(api_version, kind, namespace, name, file): Row) -> Object {
+        Object { api_version, kind, namespace, name, file }
+    }
+}
+
+impl From<Object> for Row {
+    fn from(object: Object) -> Row {
+        Row(object.api_version, object.kind, object.namespace, object.name, object.file)
+    }
 }
 
 /// Every job's entry, by job key.
@@ -89,9 +105,10 @@ impl<'a> Memo<'a> {
         let mut mac = self.mac(job, inputs);
         let mut resources = Vec::with_capacity(entry.objects.len());
         for object in &entry.objects {
-            let bytes = self.tree.get(&object.path)?;
+            let path = format!("{}/{}", entry.dir, object.file);
+            let bytes = self.tree.get(&path)?;
             let text = std::str::from_utf8(bytes).ok()?;
-            absorb(&mut mac, &object.path, &object.api_version, &object.kind, object.namespace.as_deref(), &object.name, bytes);
+            absorb(&mut mac, &path, object, bytes);
             resources.push(Resource {
                 api_version: object.api_version.clone(),
                 kind: object.kind.clone(),
@@ -115,21 +132,13 @@ impl<'a> Memo<'a> {
                 kind: r.kind.clone(),
                 namespace: r.namespace.clone(),
                 name: r.name.clone(),
-                path: format!("{dir}/{}", r.file_name()),
+                file: r.file_name(),
             })
             .collect();
         for (object, resource) in objects.iter().zip(resources) {
-            absorb(
-                &mut mac,
-                &object.path,
-                &object.api_version,
-                &object.kind,
-                object.namespace.as_deref(),
-                &object.name,
-                resource.text.as_bytes(),
-            );
+            absorb(&mut mac, &format!("{dir}/{}", object.file), object, resource.text.as_bytes());
         }
-        Entry { stamp: crate::secrets::derive::to_hex(&mac.finalize().into_bytes()), objects }
+        Entry { stamp: crate::secrets::derive::to_hex(&mac.finalize().into_bytes()), dir: dir.to_owned(), objects }
     }
 
     fn mac(&self, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
@@ -144,9 +153,9 @@ impl<'a> Memo<'a> {
     }
 }
 
-fn absorb(mac: &mut Hmac<Sha256>, path: &str, api_version: &str, kind: &str, namespace: Option<&str>, name: &str, bytes: &[u8]) {
+fn absorb(mac: &mut Hmac<Sha256>, path: &str, object: &Object, bytes: &[u8]) {
     let mut head = Vec::with_capacity(128);
-    for field in [path, api_version, kind, namespace.unwrap_or(""), name] {
+    for field in [path, &object.api_version, &object.kind, object.namespace.as_deref().unwrap_or(""), &object.name] {
         push_lp(&mut head, field.as_bytes());
     }
     head.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
@@ -205,7 +214,7 @@ mod tests {
         let entry = recorder.record("lab/c", &inputs, "clusters/lab/components/c", &resources);
         let mut tree = BTreeMap::new();
         for (object, resource) in entry.objects.iter().zip(&resources) {
-            tree.insert(object.path.clone(), resource.text.clone().into_bytes());
+            tree.insert(format!("{}/{}", entry.dir, object.file), resource.text.clone().into_bytes());
         }
         let table: Table = [("lab/c".to_owned(), entry.clone())].into_iter().collect();
         let memo = Memo::new(Zeroizing::new([1; 32]), "b1".into(), table.clone(), &tree);
@@ -218,13 +227,13 @@ mod tests {
         assert!(Memo::new(Zeroizing::new([1; 32]), "b2".into(), table.clone(), &tree).lookup("lab/c", &inputs).is_none(), "another build");
         assert!(Memo::new(Zeroizing::new([2; 32]), "b1".into(), table.clone(), &tree).lookup("lab/c", &inputs).is_none(), "another key");
         let mut edited = tree.clone();
-        edited.insert(entry.objects[1].path.clone(), b"kind: ConfigMap\nx: 2\n".to_vec());
+        edited.insert(format!("{}/{}", entry.dir, entry.objects[1].file), b"kind: ConfigMap\nx: 2\n".to_vec());
         assert!(
             Memo::new(Zeroizing::new([1; 32]), "b1".into(), table.clone(), &edited).lookup("lab/c", &inputs).is_none(),
             "an edited file"
         );
         let mut deleted = tree.clone();
-        deleted.remove(&entry.objects[0].path);
+        deleted.remove(&format!("{}/{}", entry.dir, entry.objects[0].file));
         assert!(Memo::new(Zeroizing::new([1; 32]), "b1".into(), table, &deleted).lookup("lab/c", &inputs).is_none(), "a deleted file");
     }
 
