@@ -94,6 +94,25 @@ pub fn recover(out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Fails when `dir`, or the rendered tree it lies in, is part-way through an update that a
+/// killed `tfrs render` left (its journal is complete but not carried out): reading it now would
+/// see a mix of the old and the new render. Commands that only read a rendered tree call this.
+///
+/// # Errors
+///
+/// The tree is part-way through an update.
+pub fn check_settled(dir: &Path) -> anyhow::Result<()> {
+    let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let Some(root) = dir.ancestors().find(|a| a.join(MARKER).is_file()) else { return Ok(()) };
+    if sibling(root, "tfrs-update").join(JOURNAL).exists() {
+        bail!(
+            "`{}` is part-way through an update left by an interrupted `tfrs render`\n  hint: run the same `tfrs render` into it again; it finishes the update first",
+            root.display()
+        );
+    }
+    Ok(())
+}
+
 /// Checks that `out` may be written: missing, empty, or written by tfrs.
 ///
 /// # Errors
@@ -444,6 +463,20 @@ mod tests {
         // Carried out again (killed after the last step): nothing changes.
         recover(&out).unwrap();
         assert_eq!(read_tree(&out).unwrap(), new);
+    }
+
+    #[test]
+    fn a_tree_part_way_through_an_update_is_not_read() {
+        let temp = dir();
+        let out = temp.path().join("out");
+        let mut new = rendered(&out, 10);
+        check_settled(&out.join("clusters/c")).unwrap();
+        new.insert("clusters/c/servers/s1/configmap-s1.yaml".into(), b"one\n".to_vec());
+        stage(&out, &new, &["clusters/c/servers/s1/configmap-s1.yaml"], &[]).unwrap();
+        let error = check_settled(&out.join("clusters/c")).unwrap_err().to_string();
+        assert!(error.contains("part-way through an update"), "{error}");
+        recover(&out).unwrap();
+        check_settled(&out.join("clusters/c")).unwrap();
     }
 
     #[test]

@@ -87,6 +87,7 @@ fn load(args: &ReconcileArgs) -> anyhow::Result<Option<Rollout>> {
         && dir.is_dir()
         && (dir.join("plan.json").is_file() || dir.join("clusters").is_dir())
     {
+        super::output::check_settled(dir)?;
         let cluster_dir = if dir.join("plan.json").is_file() {
             dir.clone()
         } else {
