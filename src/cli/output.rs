@@ -215,24 +215,51 @@ struct Journal {
     write: Vec<String>,
 }
 
-/// Replaces `out` with exactly `files` (paths relative to `out`), atomically as described in
-/// the module docs: by an update when the current tree is a tfrs tree and fewer than half of
-/// its files change, by a swap otherwise. `old` holds the files of the current tree (as
-/// [`read_tree`] returned them, or none). Files are written in parallel.
+/// A rendered tree against the tree now in the output directory.
+pub struct Changes<'a> {
+    /// The rendered files, by path relative to the output directory.
+    pub files: &'a BTreeMap<String, Vec<u8>>,
+    /// The files now there (as [`read_tree`] returned them, or none).
+    pub old: &'a BTreeMap<String, Vec<u8>>,
+    /// Rendered files that are new or whose bytes differ.
+    pub changed: Vec<&'a str>,
+    /// Files now there that are not rendered any more.
+    pub removed: Vec<&'a str>,
+}
+
+impl<'a> Changes<'a> {
+    /// What writing `files` over `old` changes.
+    #[must_use]
+    pub fn new(files: &'a BTreeMap<String, Vec<u8>>, old: &'a BTreeMap<String, Vec<u8>>) -> Changes<'a> {
+        let changed = files.iter().filter(|(path, bytes)| old.get(*path) != Some(*bytes)).map(|(path, _)| path.as_str()).collect();
+        let removed = old.keys().filter(|path| !files.contains_key(*path)).map(String::as_str).collect();
+        Changes { files, old, changed, removed }
+    }
+}
+
+/// Replaces `out` with exactly `changes.files` (paths relative to `out`), atomically as
+/// described in the module docs: by an update when the current tree is a tfrs tree and fewer
+/// than half of its files change, by a swap otherwise. Files are written in parallel.
 ///
 /// # Errors
 ///
 /// I/O errors; the previous tree is then left in place, or, past an update's point of no
 /// return, completed by the next run.
-pub fn write(out: &Path, files: &BTreeMap<String, Vec<u8>>, old: &BTreeMap<String, Vec<u8>>) -> anyhow::Result<()> {
+pub fn write(out: &Path, changes: &Changes<'_>) -> anyhow::Result<()> {
     recover(out)?;
     check_writable(out)?;
-    let changed: Vec<&str> = files.iter().filter(|(path, bytes)| old.get(*path) != Some(*bytes)).map(|(path, _)| path.as_str()).collect();
-    let removed: Vec<&str> = old.keys().filter(|path| !files.contains_key(*path)).map(String::as_str).collect();
+    let Changes { files, old, changed, removed } = changes;
     if out.join(MARKER).is_file() && (changed.len() + removed.len()) * 2 < files.len().max(old.len()) {
-        return update(out, files, &changed, &removed);
+        return update(out, files, changed, removed);
     }
     swap(out, files, old)
+}
+
+/// Creates, below `root`, the directory of every path in `paths` (in parallel).
+fn create_parents<'a>(root: &Path, paths: impl Iterator<Item = &'a str>) -> std::io::Result<()> {
+    let dirs: BTreeSet<&str> = paths.filter_map(|path| path.rsplit_once('/').map(|(dir, _)| dir)).collect();
+    // NB: `create_dir_all` tolerates another thread creating a shared parent.
+    dirs.par_iter().try_for_each(|dir| fs::create_dir_all(root.join(dir)))
 }
 
 /// Writes only `changed` (and removes `removed`) in place, through a journal.
@@ -248,9 +275,8 @@ fn stage(out: &Path, files: &BTreeMap<String, Vec<u8>>, changed: &[&str], remove
     let update = sibling(out, "tfrs-update");
     let staged = update.join(STAGED);
     let result = (|| -> anyhow::Result<()> {
-        let dirs: BTreeSet<&str> = changed.iter().filter_map(|path| path.rsplit_once('/').map(|(dir, _)| dir)).collect();
         fs::create_dir_all(&staged)?;
-        dirs.par_iter().try_for_each(|dir| fs::create_dir_all(staged.join(dir)))?;
+        create_parents(&staged, changed.iter().copied())?;
         changed.par_iter().try_for_each(|path| fs::write(staged.join(path), &files[*path]))?;
         let journal =
             Journal { remove: removed.iter().map(|p| (*p).to_owned()).collect(), write: changed.iter().map(|p| (*p).to_owned()).collect() };
@@ -320,14 +346,7 @@ fn swap(out: &Path, files: &BTreeMap<String, Vec<u8>>, old: &BTreeMap<String, Ve
     let result = (|| -> anyhow::Result<()> {
         fs::create_dir_all(&staging)?;
         fs::write(staging.join(MARKER), MARKER_TEXT)?;
-        let mut dirs = BTreeSet::new();
-        for relative in files.keys() {
-            if let Some((dir, _)) = relative.rsplit_once('/') {
-                dirs.insert(dir);
-            }
-        }
-        // NB: `create_dir_all` tolerates another thread creating a shared parent.
-        dirs.par_iter().try_for_each(|dir| fs::create_dir_all(staging.join(dir)))?;
+        create_parents(&staging, files.keys().map(String::as_str))?;
         files.par_iter().try_for_each(|(relative, bytes)| -> std::io::Result<()> {
             let path = staging.join(relative);
             if old.get(relative) == Some(bytes) && fs::hard_link(out.join(relative), &path).is_ok() {
@@ -383,13 +402,16 @@ mod tests {
         entries.iter().map(|(path, text)| ((*path).to_owned(), text.as_bytes().to_vec())).collect()
     }
 
-    /// A rendered tree of `n` servers under `out`, written the way `tfrs render` writes it.
-    fn rendered(out: &Path, n: usize) -> BTreeMap<String, Vec<u8>> {
+    /// A rendered tree of `n` servers in `out` of a new temporary directory, written the way
+    /// `tfrs render` writes it.
+    fn rendered(n: usize) -> (tempfile::TempDir, PathBuf, BTreeMap<String, Vec<u8>>) {
+        let temp = tempfile::tempdir().unwrap();
+        let out = temp.path().join("out");
         let files: BTreeMap<String, Vec<u8>> =
             (0..n).map(|i| (format!("clusters/c/servers/s{i}/configmap-s{i}.yaml"), format!("i: {i}\n").into_bytes())).collect();
-        write(out, &files, &BTreeMap::new()).unwrap();
-        assert_eq!(read_tree(out).unwrap(), files);
-        files
+        write(&out, &Changes::new(&files, &BTreeMap::new())).unwrap();
+        assert_eq!(read_tree(&out).unwrap(), files);
+        (temp, out, files)
     }
 
     #[cfg(unix)]
@@ -397,22 +419,16 @@ mod tests {
         std::os::unix::fs::MetadataExt::ino(&fs::metadata(path).unwrap())
     }
 
-    fn dir() -> tempfile::TempDir {
-        tempfile::tempdir().unwrap()
-    }
-
     #[test]
     fn a_small_change_is_written_in_place_and_leaves_exactly_the_new_tree() {
-        let temp = dir();
-        let out = temp.path().join("out");
-        let old = rendered(&out, 10);
+        let (_temp, out, old) = rendered(10);
         let mut new = old.clone();
         new.insert("clusters/c/servers/s3/configmap-s3.yaml".into(), b"i: changed\n".to_vec());
         new.remove("clusters/c/servers/s4/configmap-s4.yaml");
         new.insert("clusters/c/servers/s10/secret-s10.yaml".into(), b"new\n".to_vec());
         #[cfg(unix)]
         let (untouched, root) = (inode(&out.join("clusters/c/servers/s0/configmap-s0.yaml")), inode(&out));
-        write(&out, &new, &read_tree(&out).unwrap()).unwrap();
+        write(&out, &Changes::new(&new, &read_tree(&out).unwrap())).unwrap();
         assert_eq!(read_tree(&out).unwrap(), new);
         assert!(!out.join("clusters/c/servers/s4").exists(), "a directory the update emptied is removed");
         assert!(out.join(MARKER).is_file());
@@ -427,13 +443,11 @@ mod tests {
 
     #[test]
     fn a_large_change_swaps_the_whole_tree() {
-        let temp = dir();
-        let out = temp.path().join("out");
-        let old = rendered(&out, 4);
+        let (_temp, out, old) = rendered(4);
         let new = tree(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/servers/s0/configmap-s0.yaml", "i: 0\n")]);
         #[cfg(unix)]
         let (kept, root) = (inode(&out.join("clusters/c/servers/s0/configmap-s0.yaml")), inode(&out));
-        write(&out, &new, &old).unwrap();
+        write(&out, &Changes::new(&new, &old)).unwrap();
         assert_eq!(read_tree(&out).unwrap(), new);
         assert!(!out.join("clusters/c/servers/s1").exists());
         assert!(!sibling(&out, "tfrs-old").exists() && !sibling(&out, "tfrs-new").exists());
@@ -445,9 +459,7 @@ mod tests {
 
     #[test]
     fn an_update_interrupted_after_its_journal_is_finished_by_the_next_run() {
-        let temp = dir();
-        let out = temp.path().join("out");
-        let old = rendered(&out, 10);
+        let (_temp, out, old) = rendered(10);
         let mut new = old.clone();
         new.insert("clusters/c/servers/s1/configmap-s1.yaml".into(), b"one\n".to_vec());
         new.insert("clusters/c/servers/s2/configmap-s2.yaml".into(), b"two\n".to_vec());
@@ -467,9 +479,7 @@ mod tests {
 
     #[test]
     fn a_tree_part_way_through_an_update_is_not_read() {
-        let temp = dir();
-        let out = temp.path().join("out");
-        let mut new = rendered(&out, 10);
+        let (_temp, out, mut new) = rendered(10);
         check_settled(&out.join("clusters/c")).unwrap();
         new.insert("clusters/c/servers/s1/configmap-s1.yaml".into(), b"one\n".to_vec());
         stage(&out, &new, &["clusters/c/servers/s1/configmap-s1.yaml"], &[]).unwrap();
@@ -481,9 +491,7 @@ mod tests {
 
     #[test]
     fn an_update_interrupted_before_its_journal_leaves_the_previous_tree() {
-        let temp = dir();
-        let out = temp.path().join("out");
-        let old = rendered(&out, 10);
+        let (_temp, out, old) = rendered(10);
         let mut new = old.clone();
         new.insert("clusters/c/servers/s1/configmap-s1.yaml".into(), b"one\n".to_vec());
         let update = stage(&out, &new, &["clusters/c/servers/s1/configmap-s1.yaml"], &[]).unwrap();
@@ -495,9 +503,7 @@ mod tests {
 
     #[test]
     fn a_swap_killed_between_its_renames_is_restored() {
-        let temp = dir();
-        let out = temp.path().join("out");
-        let old = rendered(&out, 3);
+        let (_temp, out, old) = rendered(3);
         fs::rename(&out, sibling(&out, "tfrs-old")).unwrap();
         fs::create_dir_all(sibling(&out, "tfrs-new")).unwrap();
         recover(&out).unwrap();
@@ -508,7 +514,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn removing_a_tree_does_not_follow_symlinks() {
-        let temp = dir();
+        let temp = tempfile::tempdir().unwrap();
         let kept = temp.path().join("kept");
         fs::create_dir_all(&kept).unwrap();
         fs::write(kept.join("file"), "x").unwrap();

@@ -278,7 +278,8 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     else {
         return Ok(Status::Failure);
     };
-    let changed = files.iter().filter(|(path, bytes)| old.get(*path) != Some(*bytes)).count();
+    let changes = output::Changes::new(&files, &old);
+    let (changed, removed) = (changes.changed.len(), changes.removed.len());
     let cluster_of = |path: &str| path.strip_prefix("clusters/").and_then(|rest| rest.split('/').next()).map(str::to_owned);
     let rendered: std::collections::BTreeSet<String> = files.keys().filter_map(|p| cluster_of(p)).collect();
     let dropped: std::collections::BTreeSet<String> = old.keys().filter_map(|p| cluster_of(p)).filter(|c| !rendered.contains(c)).collect();
@@ -288,7 +289,6 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
             "warning: {verb} `clusters/{cluster}/`: cluster `{cluster}` is not in the inputs (render every cluster into one directory, or each into its own)"
         );
     }
-    let removed = old.keys().filter(|path| !files.contains_key(*path)).count();
     if args.check {
         if changed == 0 && removed == 0 {
             writeln!(stdout, "up to date: {} files in `{}`", files.len(), args.out.display())?;
@@ -299,7 +299,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     }
     // NB: a tree that already holds exactly these files is left as it is (nothing to swap).
     if changed > 0 || removed > 0 || !out.join(output::MARKER).exists() {
-        output::write(&out, &files, &old)?;
+        output::write(&out, &changes)?;
     }
     if let Some(file) = memo_file.as_ref().filter(|_| !args.check) {
         // NB: only after the tree is in place, and a memo that cannot be saved costs the next
