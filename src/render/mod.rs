@@ -160,21 +160,7 @@ pub fn render_with_memo(
 ) -> Result<Rendered, Problems> {
     let env =
         options.templates.environment().map_err(|error| Problems { diagnostics: vec![template_diagnostic(&error)], environment: false })?;
-    let mut context = Context {
-        env: &env,
-        files,
-        inputs,
-        master,
-        errors: Vec::new(),
-        warnings: Vec::new(),
-        options,
-        environment: false,
-        resolved: Vec::new(),
-        jobs: Vec::new(),
-        memo,
-        recorded: memo::Table::new(),
-        reused: 0,
-    };
+    let mut context = Context::new(&env, files, inputs, master, options, memo);
     let mut clusters = Vec::new();
     for cluster in &spec.clusters {
         if let Some(rendered) = cluster::render(&mut context, spec, cluster) {
@@ -308,24 +294,36 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// A context sharing this one's environment, inputs and memo, with nothing collected yet
-    /// (for a unit rendered on another thread; see [`Context::absorb`]).
-    pub(crate) fn child(&self) -> Context<'a> {
+    /// A context with nothing collected yet.
+    fn new(
+        env: &'a minijinja::Environment<'static>,
+        files: &'a dyn FileTable,
+        inputs: &'a dyn SecretInputs,
+        master: Option<&'a MasterKey>,
+        options: &'a Options,
+        memo: Option<&'a Memo<'a>>,
+    ) -> Context<'a> {
         Context {
-            env: self.env,
-            files: self.files,
-            inputs: self.inputs,
-            master: self.master,
+            env,
+            files,
+            inputs,
+            master,
             errors: Vec::new(),
             warnings: Vec::new(),
-            options: self.options,
+            options,
             environment: false,
             resolved: Vec::new(),
             jobs: Vec::new(),
-            memo: self.memo,
+            memo,
             recorded: memo::Table::new(),
             reused: 0,
         }
+    }
+
+    /// A context sharing this one's environment, inputs and memo, with nothing collected yet
+    /// (for a unit rendered on another thread; see [`Context::absorb`]).
+    pub(crate) fn child(&self) -> Context<'a> {
+        Context::new(self.env, self.files, self.inputs, self.master, self.options, self.memo)
     }
 
     /// Takes in what a [`Context::child`] collected.
