@@ -41,8 +41,7 @@ fn bundle(tenants: usize, servers: usize) -> Bundle {
 }
 
 fn parse_previous(files: &BTreeMap<String, Vec<u8>>, path: &str) -> Option<Json> {
-    let text = std::str::from_utf8(files.get(path)?).ok()?;
-    tfrs_gitops::spec::yaml::parse(0, text).ok()?.first().map(tfrs_gitops::spec::yaml::Node::to_json)
+    tfrs_gitops::manifest::read_object(files.get(path)?)
 }
 
 fn stages(c: &mut Criterion) {

@@ -19,6 +19,14 @@ pub fn to_yaml(value: &Json) -> Result<String, serde_saphyr::ser::Error> {
     Ok(text)
 }
 
+/// Reads back the first document of a file written as YAML, as JSON: `None` when the bytes are
+/// not UTF-8, do not parse, or hold no document.
+#[must_use]
+pub fn read_object(bytes: &[u8]) -> Option<Json> {
+    let documents = crate::spec::yaml::parse(0, std::str::from_utf8(bytes).ok()?).ok()?;
+    documents.first().map(crate::spec::yaml::Node::to_json)
+}
+
 /// Serializes several resources as one YAML stream.
 ///
 /// # Errors

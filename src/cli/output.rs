@@ -20,7 +20,6 @@
 
 use anyhow::{Context as _, bail};
 use rayon::prelude::*;
-use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -140,13 +139,6 @@ pub fn check_writable(out: &Path) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// The first document of a previously written file, as JSON, if it parses.
-#[must_use]
-pub fn parse_object(text: &str) -> Option<Json> {
-    let documents = crate::spec::yaml::parse(0, text).ok()?;
-    documents.first().map(crate::spec::yaml::Node::to_json)
 }
 
 /// Reads every file below `out` (except the marker), by relative path. Files are read in

@@ -253,14 +253,11 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         use rayon::prelude::*;
         let is_sealed = |path: &str| path.rsplit('/').next().is_some_and(|f| f.starts_with("sealedsecret-") || f.starts_with("secret-"));
         let candidates: Vec<(&String, &Vec<u8>)> = old.iter().filter(|(path, _)| is_sealed(path)).collect();
-        candidates
-            .into_par_iter()
-            .filter_map(|(path, bytes)| Some((path.as_str(), output::parse_object(std::str::from_utf8(bytes).ok()?)?)))
-            .collect()
+        candidates.into_par_iter().filter_map(|(path, bytes)| Some((path.as_str(), crate::manifest::read_object(bytes)?))).collect()
     };
     let previous = |relative: &str| match sealed.get(relative) {
         Some(object) => Some(object.clone()),
-        None => old.get(relative).and_then(|bytes| output::parse_object(std::str::from_utf8(bytes).ok()?)),
+        None => old.get(relative).and_then(|bytes| crate::manifest::read_object(bytes)),
     };
     // The memo of the last render into this directory (none with `--no-memo`, or when it
     // cannot be read: then every component is templated).

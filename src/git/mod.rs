@@ -178,9 +178,7 @@ impl Author {
 pub fn previous_object(repo: &Repository, tree: &Tree<'_>, path: &str) -> Option<Json> {
     let entry = tree.get_path(std::path::Path::new(path)).ok()?;
     let blob = entry.to_object(repo).ok()?.into_blob().ok()?;
-    let text = std::str::from_utf8(blob.content()).ok()?;
-    let documents = crate::spec::yaml::parse(0, text).ok()?;
-    documents.first().map(crate::spec::yaml::Node::to_json)
+    crate::manifest::read_object(blob.content())
 }
 
 /// Every file below `prefix` (a directory path, no trailing slash) in `tree`, by full path.

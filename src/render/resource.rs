@@ -41,10 +41,7 @@ impl Resource {
     /// never needs it).
     #[must_use]
     pub fn body(&self) -> Json {
-        crate::spec::yaml::parse(0, &self.text)
-            .ok()
-            .and_then(|documents| documents.first().map(crate::spec::yaml::Node::to_json))
-            .unwrap_or(Json::Null)
+        crate::manifest::read_object(self.text.as_bytes()).unwrap_or(Json::Null)
     }
 
     /// The file this object is written to inside its component directory: `<kind>-<name>.yaml`
