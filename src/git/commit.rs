@@ -20,9 +20,9 @@
 use super::diff::{self, Diff, Files};
 use super::pack::{self, Object};
 use super::remote::{self, Pushed};
-use super::{Author, Error, Result, cluster_dirs, previous_object};
+use super::{Author, Error, Result, cluster_dirs, file_ids, previous_object};
 use git2::build::CheckoutBuilder;
-use git2::{ErrorCode, ObjectType, OdbLookupFlags, Oid, Repository, Signature, Tree, TreeWalkMode, TreeWalkResult};
+use git2::{ErrorCode, ObjectType, OdbLookupFlags, Oid, Repository, Signature, Tree};
 use rayon::prelude::*;
 use serde_json::Value as Json;
 use std::borrow::Cow;
@@ -267,21 +267,6 @@ fn build_tree<'a>(repo: &Repository, base: Option<&Tree<'_>>, files: &'a Files) 
     built.root = root.id;
     built.objects.push(root);
     Ok(built)
-}
-
-/// The blob id of every file under `prefix` (a directory path, no trailing slash) in `tree`,
-/// by full path, without reading the blobs.
-fn file_ids(repo: &Repository, tree: &Tree<'_>, prefix: &str, out: &mut BTreeMap<String, Oid>) -> Result<(), git2::Error> {
-    let Ok(entry) = tree.get_path(std::path::Path::new(prefix)) else { return Ok(()) };
-    if entry.kind() != Some(ObjectType::Tree) {
-        return Ok(());
-    }
-    repo.find_tree(entry.id())?.walk(TreeWalkMode::PreOrder, |directory, entry| {
-        if entry.kind() == Some(ObjectType::Blob) {
-            out.insert(format!("{prefix}/{directory}{}", entry.name().unwrap_or_default()), entry.id());
-        }
-        TreeWalkResult::Ok
-    })
 }
 
 /// The files of `base` (under the cluster directories that `files` fill) and of `files` that

@@ -187,28 +187,33 @@ pub fn previous_object(repo: &Repository, tree: &Tree<'_>, path: &str) -> Option
 ///
 /// An object of the tree cannot be read.
 pub fn read_files(repo: &Repository, tree: &Tree<'_>, prefix: &str) -> Result<Files, git2::Error> {
-    let mut files = Files::new();
-    let Ok(entry) = tree.get_path(std::path::Path::new(prefix)) else { return Ok(files) };
+    let mut ids = std::collections::BTreeMap::new();
+    file_ids(repo, tree, prefix, &mut ids)?;
+    ids.into_iter().map(|(path, id)| Ok((path, repo.find_blob(id)?.content().to_vec()))).collect()
+}
+
+/// The blob id of every file under `prefix` (a directory path, no trailing slash) in `tree`,
+/// by full path, without reading the blobs.
+///
+/// # Errors
+///
+/// A tree below `prefix` cannot be read.
+pub(crate) fn file_ids(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    prefix: &str,
+    out: &mut std::collections::BTreeMap<String, git2::Oid>,
+) -> Result<(), git2::Error> {
+    let Ok(entry) = tree.get_path(std::path::Path::new(prefix)) else { return Ok(()) };
     if entry.kind() != Some(ObjectType::Tree) {
-        return Ok(files);
+        return Ok(());
     }
-    let subtree = repo.find_tree(entry.id())?;
-    let mut failure = None;
-    subtree.walk(git2::TreeWalkMode::PreOrder, |directory, entry| {
+    repo.find_tree(entry.id())?.walk(git2::TreeWalkMode::PreOrder, |directory, entry| {
         if entry.kind() == Some(ObjectType::Blob) {
-            match repo.find_blob(entry.id()) {
-                Ok(blob) => {
-                    files.insert(format!("{prefix}/{directory}{}", entry.name().unwrap_or_default()), blob.content().to_vec());
-                }
-                Err(error) => {
-                    failure = Some(error);
-                    return git2::TreeWalkResult::Abort;
-                }
-            }
+            out.insert(format!("{prefix}/{directory}{}", entry.name().unwrap_or_default()), entry.id());
         }
         git2::TreeWalkResult::Ok
-    })?;
-    failure.map_or(Ok(files), Err)
+    })
 }
 
 /// The cluster directories (`clusters/<cluster>`) that `files` fill.
