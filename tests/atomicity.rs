@@ -16,12 +16,9 @@ fn root() -> PathBuf {
 }
 
 fn command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tfrs"));
+    let mut command = common::tfrs_command();
     command
         .args(args)
-        .current_dir(root())
-        // NB: render memos go to the build directory, not the user cache.
-        .env("TFRS_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"))
         .env("TFRS_MASTER_KEY", std::fs::read_to_string(root().join("fixtures/demo/keys/master.key")).unwrap().trim())
         .env("GIT_AUTHOR_NAME", "Kill Test")
         .env("GIT_AUTHOR_EMAIL", "kill@example.com");

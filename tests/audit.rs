@@ -15,11 +15,8 @@ fn root() -> PathBuf {
 }
 
 fn tfrs(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    common::tfrs_command()
         .args(args)
-        .current_dir(root())
-        // NB: render memos go to the build directory, not the user cache.
-        .env("TFRS_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"))
         .env("TFRS_MASTER_KEY", std::fs::read_to_string(root().join("fixtures/demo/keys/master.key")).unwrap().trim())
         .env("GIT_AUTHOR_NAME", "Audit Test")
         .env("GIT_AUTHOR_EMAIL", "audit@example.com")

@@ -12,14 +12,7 @@ fn root() -> PathBuf {
 }
 
 fn tfrs(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tfrs"))
-        .args(args)
-        .current_dir(root())
-        // NB: render memos go to the build directory, not the user cache.
-        .env("TFRS_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"))
-        .env_remove("TFRS_MASTER_KEY")
-        .output()
-        .expect("the tfrs binary runs")
+    common::tfrs_command().args(args).env_remove("TFRS_MASTER_KEY").output().expect("the tfrs binary runs")
 }
 
 #[test]

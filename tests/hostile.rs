@@ -17,11 +17,8 @@ fn root() -> PathBuf {
 
 /// Runs tfrs; fails if it runs longer than `limit` (then it is killed) or dies of a signal.
 fn bounded(args: &[&str], limit: Duration) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    let child = common::tfrs_command()
         .args(args)
-        .current_dir(root())
-        // NB: render memos go to the build directory, not the user cache.
-        .env("TFRS_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"))
         .env("TFRS_MASTER_KEY", std::fs::read_to_string(root().join("fixtures/demo/keys/master.key")).unwrap().trim())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -363,7 +363,7 @@ async fn prune_deletes_what_the_plan_dropped() {
 }
 
 fn tfrs() -> std::process::Command {
-    std::process::Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    common::tfrs_command()
 }
 
 async fn binary(args: Vec<String>) -> std::process::Output {

@@ -38,11 +38,8 @@ fn master_key() -> String {
 }
 
 fn tfrs(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    common::tfrs_command()
         .args(args)
-        .current_dir(root())
-        // NB: render memos go to the build directory, not the user cache.
-        .env("TFRS_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"))
         .env("TFRS_MASTER_KEY", master_key())
         .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
         .env("TFRS_TEST_REDIS_PASSWORD", REDIS_PASSWORD)
@@ -355,9 +352,8 @@ fn a_failed_render_leaves_the_previous_tree() {
     let out = dir.path().join("out");
     render("render-argocd-tke", &out);
     let before = read_tree(&out);
-    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    let output = common::tfrs_command()
         .args(["render", "fixtures/render-argocd-tke", "--out", out.to_str().unwrap()])
-        .current_dir(root())
         .env_remove("TFRS_TEST_REGISTRY_PASSWORD")
         .env_remove("TFRS_MASTER_KEY")
         .output()
@@ -885,9 +881,8 @@ fn environment_problems_exit_2_and_name_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     // No master key: every generated secret is named, and the exit code is the environment's.
-    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    let output = common::tfrs_command()
         .args(["render", "fixtures/demo", "--out", out.to_str().unwrap()])
-        .current_dir(root())
         .env_remove("TFRS_MASTER_KEY")
         .output()
         .unwrap();
@@ -896,9 +891,8 @@ fn environment_problems_exit_2_and_name_the_field() {
     assert!(stderr.contains("fixtures/demo/tenants.yaml:17:15: spec.postgresql.password: generated secrets need a master key"), "{stderr}");
     assert!(!out.exists());
     // A bad seed-002 override names the variable.
-    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    let output = common::tfrs_command()
         .args(["render", "fixtures/render-argocd-tke", "--out", out.to_str().unwrap()])
-        .current_dir(root())
         .env("TFRS_MASTER_KEY", master_key())
         .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
         .env("OPERATOR_HELM_REPO_URL", "https://charts.example.com/tfrs")
@@ -913,9 +907,8 @@ fn environment_problems_exit_2_and_name_the_field() {
     );
     assert!(stderr.contains("spec.tfrsOperator.version: expected a version") && stderr.contains("`OPERATOR_CHART_VERSION`"), "{stderr}");
     // Valid overrides win over the spec.
-    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    let output = common::tfrs_command()
         .args(["render", "fixtures/render-argocd-tke", "--out", out.to_str().unwrap()])
-        .current_dir(root())
         .env("TFRS_MASTER_KEY", master_key())
         .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
         .env("OPERATOR_HELM_REPO_URL", "oci://registry.example.com/charts/tfrs-operator")
@@ -969,7 +962,7 @@ fn the_output_directory_is_resolved_before_anything_is_written() {
     // The working directory (or a parent of it) cannot be swapped out, and nothing is left behind.
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    let output = common::tfrs_command()
         .args(["render"])
         .arg(root().join("fixtures/render-minimal"))
         .args(["--out", "."])
@@ -1157,9 +1150,8 @@ fn rotating_the_redis_password_rolls_redis() {
         || std::fs::read_to_string(out.join("clusters/full/components/namespaces/globex/redis/deployment-redis.yaml")).unwrap();
     let before = deployment();
     assert!(before.contains("checksum/credentials:"), "{before}");
-    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    let output = common::tfrs_command()
         .args(["render", "fixtures/render-enterprise-full", "--out", out.to_str().unwrap()])
-        .current_dir(root())
         .env("TFRS_MASTER_KEY", master_key())
         .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
         .env("TFRS_TEST_REDIS_PASSWORD", "a-rotated-redis-password")
@@ -1185,9 +1177,8 @@ fn a_markdown_diff_of_a_large_change_stays_under_a_pull_request_comment() {
         ));
     }
     std::fs::write(&spec, text).unwrap();
-    let first = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+    let first = common::tfrs_command()
         .args(["commit", "fixtures/render-minimal", "--repo", repo.to_str().unwrap(), "--author", "T <t@example.com>"])
-        .current_dir(root())
         .output()
         .unwrap();
     assert_eq!(first.status.code(), Some(0), "{}", report(&first));

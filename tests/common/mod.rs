@@ -34,3 +34,13 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+/// The `tfrs` binary as a command run from the repository root, keeping render memos in the
+/// build directory instead of the user's cache.
+#[allow(dead_code)]
+#[must_use]
+pub fn tfrs_command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tfrs"));
+    command.current_dir(root()).env("TFRS_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"));
+    command
+}
