@@ -49,7 +49,9 @@ def mask(document):
 
 
 def render(tfrs, fixture, out, key_file):
-    result = subprocess.run([tfrs, "render", fixture, "--master-key-file", key_file, "--out", out], capture_output=True, text=True)
+    # The render memo of `out` is kept beside it (and goes with it), not in the user's cache.
+    env = dict(os.environ, TFRS_CACHE_DIR=os.path.join(os.path.dirname(out), "memo"))
+    result = subprocess.run([tfrs, "render", fixture, "--master-key-file", key_file, "--out", out], capture_output=True, text=True, env=env)
     if result.returncode != 0:
         sys.exit(f"render of {fixture} failed:\n{result.stdout}{result.stderr}")
 
