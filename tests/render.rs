@@ -918,8 +918,8 @@ fn environment_problems_exit_2_and_name_the_field() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
-    let app =
-        std::fs::read_to_string(out.join("clusters/prod-sh/components/cluster/tfrs-operator/application-prod-sh-tfrs-op.yaml")).unwrap();
+    let app = std::fs::read_to_string(out.join("clusters/prod-sh/components/cluster/tfrs-operator/application-prod-sh-tfrs-op-chart.yaml"))
+        .unwrap();
     for expected in [
         "repoURL: oci://registry.example.com/charts/tfrs-operator",
         "targetRevision: \"0.6.1\"",
