@@ -496,6 +496,86 @@ fn user_templates_override_built_ins_and_are_checked() {
     assert!(stderr.contains("undefined") && stderr.contains("cluster/istio-telemetry.yaml"), "{stderr}");
 }
 
+/// `group/Kind/namespace/name` of a rendered object: what the apiserver keeps one of (the
+/// version does not count).
+fn identity(object: &serde_json::Value) -> String {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+    format!(
+        "{group}/{}/{namespace}/{}",
+        object["kind"].as_str().unwrap_or_default(),
+        object["metadata"]["name"].as_str().unwrap_or_default()
+    )
+}
+
+#[test]
+fn no_two_objects_of_a_shipped_fixture_share_an_identity() {
+    for fixture in RENDER_FIXTURES {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        render(fixture, &out);
+        // Checked here too, not only by the render's own gate: per cluster (each tree is applied
+        // to its own cluster), every object file, `gitops/` included.
+        let mut seen: BTreeMap<(String, String), String> = BTreeMap::new();
+        let mut objects = 0;
+        for (path, text) in read_tree(&out) {
+            let file = path.rsplit('/').next().unwrap();
+            if !path.ends_with(".yaml") || file == "kustomization.yaml" {
+                continue;
+            }
+            let cluster = path.split('/').nth(1).unwrap().to_owned();
+            let object = tfrs_gitops::manifest::read_object(text.as_bytes()).unwrap();
+            objects += 1;
+            if let Some(first) = seen.insert((cluster, identity(&object)), path.clone()) {
+                panic!("{fixture}: `{}` is in both `{first}` and `{path}`", identity(&object));
+            }
+        }
+        assert!(objects >= 5, "{fixture}: only {objects} objects");
+    }
+}
+
+#[test]
+fn a_tree_with_two_files_of_one_object_is_refused_by_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let templates = dir.path().join("templates/cluster");
+    std::fs::create_dir_all(&templates).unwrap();
+    // Another version of the istiod component's HelmRelease, and of its own GitOps object.
+    std::fs::write(
+        templates.join("istio-telemetry.yaml"),
+        "apiVersion: helm.toolkit.fluxcd.io/v2beta2\nkind: HelmRelease\nmetadata: {name: istiod, namespace: flux-system}\nspec: {}\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1beta2\nkind: Kustomization\nmetadata: {name: demo-istiod, namespace: flux-system}\nspec: {}\n",
+    )
+    .unwrap();
+    let templates_dir = dir.path().join("templates");
+    let templates_dir = templates_dir.to_str().unwrap();
+    let out = dir.path().join("out");
+    let output = tfrs(&["render", "fixtures/demo", "--out", out.to_str().unwrap(), "--templates", templates_dir]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for expected in [
+        "`helm.toolkit.fluxcd.io/HelmRelease/flux-system/istiod` is written twice: `clusters/demo/components/cluster/istiod/helmrelease-istiod.yaml` and `clusters/demo/components/cluster/istio-telemetry/helmrelease-istiod.yaml`",
+        "`kustomize.toolkit.fluxcd.io/Kustomization/flux-system/demo-istiod` is written twice: `clusters/demo/components/cluster/istio-telemetry/kustomization-demo-istiod.yaml` and `clusters/demo/gitops/kustomization-demo-istiod.yaml`",
+        "nothing was written",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+    assert!(!out.exists(), "nothing written");
+    // `commit` and `diff` build the same tree: refused alike (`diff` exits 2 on a failed
+    // render, since its 1 means "changes").
+    let repo = dir.path().join("gitops.git");
+    git2::Repository::init_bare(&repo).unwrap();
+    let repo = repo.to_str().unwrap();
+    let output = tfrs(&["commit", "fixtures/demo", "--repo", repo, "--author", "CI <ci@example.com>", "--templates", templates_dir]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is written twice"), "{}", report(&output));
+    assert!(git2::Repository::open(repo).unwrap().head().is_err(), "no commit");
+    let output = tfrs(&["commit", "fixtures/demo", "--repo", repo, "--author", "CI <ci@example.com>"]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let output = tfrs(&["diff", "fixtures/demo", "--repo", repo, "--templates", templates_dir]);
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is written twice"), "{}", report(&output));
+}
+
 /// The plaintext the demo's pull Secret must hold: the registry token of `fromFile`.
 fn expected_docker_config(server: &str, user: &str, password: &str) -> serde_json::Value {
     use base64::Engine as _;

@@ -4,7 +4,7 @@ use super::Status;
 use super::args::RenderArgs;
 use super::{inputs, memo_cache, output};
 use crate::render::memo;
-use crate::render::tree::{SealOptions, build};
+use crate::render::tree::{self, SealOptions, build};
 use crate::render::{Memo, Options, Templates, render_with_memo};
 use crate::secrets::MasterKey;
 use crate::secrets::seal::Sealer;
@@ -207,12 +207,21 @@ pub fn render_tree_memo(
                 Some(Sealer::SopsAge { recipients: sealing.age_recipients.clone(), lastmodified: inputs::rfc3339(now) })
             }
         };
-        files.extend(build(
-            cluster,
-            &SealOptions { sealer: sealer.as_ref(), fingerprint_key: fingerprint_key.as_ref() },
-            previous,
-            &mut rng,
-        )?);
+        let built = build(cluster, &SealOptions { sealer: sealer.as_ref(), fingerprint_key: fingerprint_key.as_ref() }, previous, &mut rng);
+        match built {
+            Ok(built) => files.extend(built),
+            // NB: the templates' problem, not the environment's: reported like a template
+            // problem (exit 1), and nothing is written.
+            Err(error @ (tree::Error::SameObject(_) | tree::Error::FileClash { .. })) => {
+                let mut stderr = std::io::stderr().lock();
+                for line in error.to_string().lines() {
+                    writeln!(stderr, "error: {line}")?;
+                }
+                writeln!(stderr, "error: the rendered tree of cluster `{}` is inconsistent; nothing was written", object.name())?;
+                return Ok(None);
+            }
+            Err(error) => return Err(error.into()),
+        }
     }
     Ok(Some(RenderedTree { files, memo: rendered.memo, reused: rendered.reused }))
 }

@@ -1,4 +1,4 @@
-//! The output tree (DESIGN §5): GitOps entry points, sealed Secrets, `kustomization.yaml`
+//! The output tree: GitOps entry points, sealed Secrets, `kustomization.yaml`
 //! files and `plan.json`, as bytes by path. Pure: the previous tree and the RNG come in.
 
 use super::check::Scope;
@@ -56,6 +56,58 @@ pub enum Error {
         /// The other.
         second: String,
     },
+    /// Objects of one cluster's tree (its components and `gitops/`) that share an identity:
+    /// API group, kind, namespace and name. The apiserver holds one object per identity
+    /// whatever its version, so the second would overwrite the first.
+    #[error("{}", same_object_text(.0))]
+    SameObject(Vec<SameObject>),
+}
+
+/// Two files of one tree that hold the same object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SameObject {
+    /// The identity, `group/Kind/namespace/name` (`Kind/…` in the core group).
+    pub object: String,
+    /// The file written first (in component order, `gitops/` last), relative to the output root.
+    pub first: String,
+    /// The other file.
+    pub second: String,
+}
+
+fn same_object_text(clashes: &[SameObject]) -> String {
+    let lines: Vec<String> = clashes
+        .iter()
+        .map(|c| {
+            format!(
+                "`{}` is written twice: `{}` and `{}` (one object per API group, kind, namespace and name)",
+                c.object, c.first, c.second
+            )
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// The identity of an object on the apiserver: API group (the part of `apiVersion` before
+/// `/`, empty for the core group; the version does not count), kind, namespace, name.
+fn identity(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> String {
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let namespace = namespace.map(|n| format!("{n}/")).unwrap_or_default();
+    if group.is_empty() { format!("{kind}/{namespace}{name}") } else { format!("{group}/{kind}/{namespace}{name}") }
+}
+
+/// Every pair of files of a tree that hold one object, from `(identity, file)` in write order.
+fn same_objects(objects: impl IntoIterator<Item = (String, String)>) -> Vec<SameObject> {
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut clashes = Vec::new();
+    for (object, file) in objects {
+        match seen.get(&object) {
+            Some(first) => clashes.push(SameObject { object, first: first.clone(), second: file }),
+            None => {
+                seen.insert(object, file);
+            }
+        }
+    }
+    clashes
 }
 
 /// Path of a cluster's directory inside the output directory.
@@ -156,7 +208,8 @@ pub struct SealOptions<'a> {
 /// # Errors
 ///
 /// A Secret that cannot be sealed, an object that cannot be serialized, two objects that
-/// would share a file (the first in component order).
+/// would share a file (the first in component order), objects anywhere in the tree (`gitops/`
+/// included) that share an identity ([`Error::SameObject`], every pair).
 pub fn build<R: CryptoRng + ?Sized>(
     cluster: RenderedCluster,
     options: &SealOptions<'_>,
@@ -212,10 +265,22 @@ pub fn build<R: CryptoRng + ?Sized>(
         });
     }
     let mut gitops_files = Vec::new();
+    let mut gitops_objects = Vec::with_capacity(gitops.len());
     for resource in gitops {
         let file = resource.file_name();
-        files.insert(format!("{root}/gitops/{file}"), resource.text.into_bytes());
+        let path = format!("{root}/gitops/{file}");
+        gitops_objects.push((identity(&resource.api_version, &resource.kind, resource.namespace.as_deref(), &resource.name), path.clone()));
+        files.insert(path, resource.text.into_bytes());
         gitops_files.push(file);
+    }
+    // The integrity gate: the whole tree of the cluster is known here, the same for `render`,
+    // `commit`, `diff` and `reconcile`.
+    let component_objects = plan.iter().flat_map(|component| {
+        component.objects.iter().map(|o| (identity(&o.api_version, &o.kind, o.namespace.as_deref(), &o.name), format!("{root}/{}", o.file)))
+    });
+    let clashes = same_objects(component_objects.chain(gitops_objects));
+    if !clashes.is_empty() {
+        return Err(Error::SameObject(clashes));
     }
     gitops_files.sort();
     let gitops_refs: Vec<&String> = gitops_files.iter().collect();
@@ -246,7 +311,7 @@ struct BuiltComponent {
     plan_objects: Vec<PlanObject>,
 }
 
-/// `plan.json` (DESIGN §5).
+/// `plan.json`: every component's directory, dependencies and objects.
 #[derive(serde::Serialize)]
 struct Plan<'a> {
     cluster: &'a str,
@@ -410,6 +475,83 @@ mod tests {
         let options = SealOptions { sealer: None, fingerprint_key: None };
         let error = build(rendered.clusters[0].clone(), &options, &|_| None, &mut StdRng::seed_from_u64(1)).unwrap_err();
         assert!(error.to_string().contains("refusing to write a plaintext Secret"), "{error}");
+    }
+
+    fn object(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Resource {
+        let mut body = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
+        if let Some(namespace) = namespace {
+            body["metadata"]["namespace"] = json!(namespace);
+        }
+        Resource::from_json(&body).unwrap().unwrap()
+    }
+
+    fn cluster_of(components: Vec<(&str, Vec<Resource>)>, gitops: Vec<Resource>) -> RenderedCluster {
+        RenderedCluster {
+            name: "c".into(),
+            engine: GitopsEngine::Flux,
+            backend: crate::spec::model::SealingBackend::SealedSecrets,
+            components: components
+                .into_iter()
+                .map(|(id, objects)| Component {
+                    id: id.into(),
+                    name: format!("c-{id}"),
+                    depends_on: Vec::new(),
+                    depth: 0,
+                    objects,
+                    secrets: Vec::new(),
+                    timeout: "10m".into(),
+                })
+                .collect(),
+            graph: crate::render::Graph::default(),
+            gitops,
+        }
+    }
+
+    fn build_plain(cluster: RenderedCluster) -> Result<BTreeMap<String, Vec<u8>>, Error> {
+        build(cluster, &SealOptions { sealer: None, fingerprint_key: None }, &|_| None, &mut StdRng::seed_from_u64(1))
+    }
+
+    #[test]
+    fn two_files_holding_one_object_are_refused_naming_both() {
+        // One API group at two versions is one object on the apiserver.
+        let cluster = cluster_of(
+            vec![
+                ("a", vec![object("apps/v1", "Deployment", Some("x"), "y"), object("v1", "ConfigMap", Some("x"), "y")]),
+                ("b", vec![object("apps/v1beta1", "Deployment", Some("x"), "y")]),
+            ],
+            Vec::new(),
+        );
+        let Err(Error::SameObject(clashes)) = build_plain(cluster) else { panic!("a clash must be refused") };
+        assert_eq!(
+            clashes,
+            [SameObject {
+                object: "apps/Deployment/x/y".into(),
+                first: "clusters/c/components/a/deployment-y.yaml".into(),
+                second: "clusters/c/components/b/deployment-y.yaml".into(),
+            }]
+        );
+        // `gitops/` is part of the tree; the core group has no name.
+        let cluster = cluster_of(
+            vec![("a", vec![object("v1", "ConfigMap", Some("flux-system"), "c-a")])],
+            vec![object("v1", "ConfigMap", Some("flux-system"), "c-a")],
+        );
+        let error = build_plain(cluster).unwrap_err().to_string();
+        assert!(error.contains("`ConfigMap/flux-system/c-a`"), "{error}");
+        assert!(error.contains("`clusters/c/components/a/configmap-c-a.yaml` and `clusters/c/gitops/configmap-c-a.yaml`"), "{error}");
+    }
+
+    #[test]
+    fn objects_that_differ_in_group_kind_namespace_or_name_are_distinct() {
+        let cluster = cluster_of(
+            vec![
+                ("a", vec![object("apps/v1", "Deployment", Some("x"), "y"), object("v1", "Namespace", None, "y")]),
+                ("b", vec![object("example.com/v1", "Deployment", Some("x"), "y"), object("apps/v1", "StatefulSet", Some("x"), "y")]),
+                ("c", vec![object("apps/v1", "Deployment", Some("z"), "y"), object("apps/v1", "Deployment", Some("x"), "w")]),
+            ],
+            vec![object("v1", "ConfigMap", Some("x"), "y")],
+        );
+        let files = build_plain(cluster).expect("no two objects share an identity");
+        assert!(files.contains_key("clusters/c/gitops/configmap-y.yaml"));
     }
 
     #[test]
