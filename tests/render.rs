@@ -1,11 +1,12 @@
 //! End-to-end tests of `tfrs render` and `tfrs graph`: rendered trees are snapshots, re-rendering
 //! is byte-identical, hostile strings round-trip, no plaintext secret is written, a failed
-//! render keeps the previous tree, and outside tools (kubectl kustomize, kubernetes-validate,
-//! the CRD schemas) accept every tree.
+//! render keeps the previous tree, and outside tools (kubectl kustomize, kubernetes-validate)
+//! and the pinned upstream CRDs accept every tree.
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is the failure report
 
 mod common;
+mod crd;
 
 use common::report;
 use std::collections::BTreeMap;
@@ -438,15 +439,13 @@ fn kubectl_kustomize_builds_every_directory() {
 }
 
 #[test]
-fn every_rendered_object_passes_schema_validation() {
-    let schemas = root().join("../shared/schemas/crds");
-    assert!(schemas.exists(), "`../shared/schemas/crds` must be beside the checkout");
-    let Some(python) = tool("python3", &["-c", "import kubernetes_validate, jsonschema, yaml"]) else { return };
+fn every_built_in_object_passes_kubernetes_validate() {
+    let Some(python) = tool("python3", &["-c", "import kubernetes_validate, yaml"]) else { return };
     for fixture in RENDER_FIXTURES {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         render(fixture, &out);
-        let output = Command::new(&python).arg(root().join("tests/tools/validate_tree.py")).arg(&out).arg(&schemas).output().unwrap();
+        let output = Command::new(&python).arg(root().join("tests/tools/validate_tree.py")).arg(&out).output().unwrap();
         assert!(
             output.status.success(),
             "{fixture}:\n{}{}",
@@ -454,6 +453,35 @@ fn every_rendered_object_passes_schema_validation() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// Every custom resource of every fixture against the CRD its operator ships at the pinned
+/// version (tests/crd/: strict structural schemas, served versions only).
+#[test]
+fn every_custom_object_passes_its_pinned_crd() {
+    let Some(upstream) = crd::upstream("rendered custom resources against the pinned CRDs") else { return };
+    let crds = crd::Crds::load(&upstream).unwrap();
+    let mut problems = Vec::new();
+    for fixture in RENDER_FIXTURES {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        render(fixture, &out);
+        let mut checked = 0;
+        for (path, text) in read_tree(&out) {
+            if !path.ends_with(".yaml") || path.ends_with("/kustomization.yaml") {
+                continue;
+            }
+            let object = tfrs_gitops::manifest::read_object(text.as_bytes()).unwrap();
+            if crd::BUILTIN_GROUPS.contains(&crd::group_of(object["apiVersion"].as_str().unwrap_or_default())) {
+                continue;
+            }
+            checked += 1;
+            let id = format!("{} {}", object["apiVersion"].as_str().unwrap_or_default(), object["kind"].as_str().unwrap_or_default());
+            problems.extend(crds.validate(&object).into_iter().map(|problem| format!("{fixture}: {path} ({id}): {problem}")));
+        }
+        assert!(checked > 0, "{fixture}: no custom resource checked");
+    }
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
 }
 
 #[test]
