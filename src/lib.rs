@@ -17,6 +17,7 @@
 //! [`source`] and [`cli`] touch the outside world.
 
 pub mod audit;
+pub mod catalog;
 pub mod cli;
 pub mod git;
 pub mod manifest;

@@ -1,5 +1,5 @@
 //! `tfrs reconcile` against the in-process API simulator (`tests/reconcile/sim.rs`) and, when it
-//! is built, a real kube-apiserver v1.20.2 (`scripts/kube-apiserver.sh`).
+//! is built, a real, current kube-apiserver (`scripts/kube-apiserver.sh`).
 
 mod common;
 #[path = "reconcile/sim.rs"]
@@ -625,19 +625,17 @@ async fn bench_wall_time_vs_critical_path() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The real kube-apiserver v1.20.2 (scripts/kube-apiserver.sh): started here on 127.0.0.1.
+// The real kube-apiserver (scripts/kube-apiserver.sh), started here on 127.0.0.1 with the pinned
+// upstream CRDs.
 
+#[path = "common/apiserver.rs"]
+mod apiserver;
 #[path = "reconcile/real.rs"]
 mod real;
 
 #[test]
 fn cluster_demo_against_a_real_kube_apiserver() {
-    let Some(binary) = real::apiserver_binary() else {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("CI=true but the kube-apiserver is not built: run `scripts/kube-apiserver.sh build`");
-        }
-        eprintln!("note: skipped: no kube-apiserver (run `scripts/kube-apiserver.sh build`, ~15 min once per machine)");
-        return;
-    };
-    real::demo(&binary, &PathBuf::from(env!("CARGO_BIN_EXE_tfrs")));
+    let Some((binary, etcd)) = apiserver::binaries() else { return };
+    let Some(upstream) = apiserver::upstream() else { return };
+    real::demo(&binary, &etcd, &upstream, &PathBuf::from(env!("CARGO_BIN_EXE_tfrs")));
 }

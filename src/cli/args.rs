@@ -65,6 +65,28 @@ pub enum Command {
     ///
     /// Exit status: 0 no changes, 1 changes, 2 error (including an invalid spec).
     Diff(DiffArgs),
+    /// Print tfrs's version, and with `--components` the pinned upstream releases it renders.
+    Version(VersionArgs),
+}
+
+/// `tfrs version`.
+#[derive(Debug, clap::Args)]
+pub struct VersionArgs {
+    /// Also print the version catalog: every chart, image and API release the render pins.
+    #[arg(long)]
+    pub components: bool,
+    /// `text` (a table) or `json`.
+    #[arg(long, value_enum, default_value_t = VersionFormat::Text)]
+    pub format: VersionFormat,
+}
+
+/// Output of `tfrs version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VersionFormat {
+    /// Human-readable.
+    Text,
+    /// One JSON document.
+    Json,
 }
 
 /// `tfrs commit`.

@@ -16,6 +16,7 @@ mod render;
 mod schema;
 mod unseal;
 mod validate;
+mod version;
 
 use clap::Parser;
 use std::io::{self, Write};
@@ -65,6 +66,7 @@ pub fn run() -> Status {
         args::Command::Commit(a) => commit::run(&a, &mut stdout),
         args::Command::Diff(a) => diff::run(&a, &mut stdout),
         args::Command::Reconcile(a) => reconcile::run(&a, &mut stdout),
+        args::Command::Version(a) => version::run(&a, &mut stdout),
     };
     match result {
         Ok(status) => status,

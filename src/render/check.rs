@@ -70,6 +70,7 @@ fn check(mut body: Json, scope: &Scope) -> Result<Resource, String> {
         return Err(format!("`metadata.labels` must be a map, found {}", kind_of(&body["metadata"]["labels"])));
     }
     add_labels(&mut body, scope);
+    name_job_by_spec(&mut body);
     let Some(resource) = Resource::from_json(&body).map_err(|e| format!("cannot write as YAML: {e}"))? else {
         return Err("missing identity fields".to_owned());
     };
@@ -102,6 +103,24 @@ fn check(mut body: Json, scope: &Scope) -> Result<Resource, String> {
         }
     }
     Ok(resource)
+}
+
+/// A one-shot Job's name ends in a hash of its `spec`: a Job's pod template is immutable, so a
+/// changed Job is a new Job (the GitOps engine prunes the old one) rather than an update the API
+/// server refuses, and an unchanged Job keeps its name and is never re-run. The name stays a
+/// valid label value (63 characters), which the Job controller puts on its pods: a long base is
+/// shortened, the hash kept.
+fn name_job_by_spec(body: &mut Json) {
+    use sha2::{Digest, Sha256};
+    if body["apiVersion"] != "batch/v1" || body["kind"] != "Job" {
+        return;
+    }
+    let Some(base) = body["metadata"]["name"].as_str() else { return };
+    // NB: serde_json writes maps in insertion order, which is the template's: stable per render.
+    let digest = Sha256::digest(body["spec"].to_string().as_bytes());
+    let hash = crate::secrets::derive::to_hex(&digest[..4]);
+    let base = &base[..base.len().min(63 - 1 - hash.len())];
+    body["metadata"]["name"] = Json::from(format!("{}-{hash}", base.trim_end_matches(['-', '.'])));
 }
 
 fn add_labels(body: &mut Json, scope: &Scope) {
@@ -151,6 +170,22 @@ mod tests {
             namespaces: ["ns".to_owned()].into_iter().collect(),
             cluster_kinds: BTreeSet::new(),
         }
+    }
+
+    #[test]
+    fn jobs_are_named_by_their_spec() {
+        let job = |image: &str, name: &str| {
+            let text = format!(
+                "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: {name}, namespace: ns}}\nspec: {{template: {{spec: {{containers: [{{name: c, image: {image}}}]}}}}}}\n"
+            );
+            objects("t", &text, &scope()).expect("a Job").remove(0).name
+        };
+        let first = job("busybox:1", "robot-db-init");
+        assert!(first.starts_with("robot-db-init-") && first.len() == "robot-db-init-".len() + 8, "{first}");
+        assert_eq!(first, job("busybox:1", "robot-db-init"), "the same spec keeps its name");
+        assert_ne!(first, job("busybox:2", "robot-db-init"), "a changed spec is a new Job");
+        let long = job("busybox:1", &"x".repeat(62));
+        assert_eq!(long.len(), 63, "{long}");
     }
 
     #[test]

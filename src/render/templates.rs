@@ -115,6 +115,8 @@ impl Templates {
         env.add_filter("sha256", sha256);
         env.add_filter("text", text);
         env.add_filter("toyaml", toyaml);
+        // The version catalog: `catalog["<name>"].version`, `.source`, `.image`, ...
+        env.add_global("catalog", Value::from(minijinja::value::Serde(crate::catalog::template_values())));
         for (name, text) in &self.sources {
             env.add_template_owned(name.clone(), text.clone())?;
         }

@@ -4,6 +4,7 @@
 //! `x-tfrs-check` in their schema get a format check in [`super::schema`] (DNS labels,
 //! quantities, durations, environment variable names).
 
+use crate::catalog;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -166,7 +167,8 @@ pub struct VersionedComponent {
     /// Whether it is rendered.
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// Chart version.
+    /// Chart version; left out or empty, the version the catalog pins
+    /// (`tfrs version --components`).
     #[serde(default)]
     #[schemars(extend("x-tfrs-check" = "version"))]
     pub version: String,
@@ -234,7 +236,7 @@ pub struct ClusterSpec {
     #[serde(default)]
     pub ingress: Ingress,
     /// cert-manager.
-    #[serde(default = "default_cert_manager")]
+    #[serde(default = "default_cert_manager", deserialize_with = "pinned_cert_manager")]
     pub cert_manager: VersionedComponent,
     /// Istio.
     #[serde(default)]
@@ -273,17 +275,39 @@ impl Default for ClusterSpec {
     }
 }
 
+/// A [`VersionedComponent`] whose version, left out or empty, is catalog row `name`'s: defaults
+/// hold field by field, so `{ enabled: true }` still pins the chart.
+fn pinned<'de, D: serde::Deserializer<'de>>(deserializer: D, name: &str) -> Result<VersionedComponent, D::Error> {
+    let mut component = VersionedComponent::deserialize(deserializer)?;
+    if component.version.is_empty() {
+        component.version = catalog::version(name);
+    }
+    Ok(component)
+}
+fn pinned_cert_manager<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<VersionedComponent, D::Error> {
+    pinned(deserializer, "cert-manager")
+}
+fn pinned_cnpg<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<VersionedComponent, D::Error> {
+    pinned(deserializer, "cloudnative-pg")
+}
+fn pinned_minio<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<VersionedComponent, D::Error> {
+    pinned(deserializer, "minio-operator")
+}
+fn pinned_rabbitmq<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<VersionedComponent, D::Error> {
+    pinned(deserializer, "rabbitmq-operator")
+}
+
 fn default_cert_manager() -> VersionedComponent {
-    VersionedComponent { enabled: true, version: s("v1.20.2") }
+    VersionedComponent { enabled: true, version: catalog::version("cert-manager") }
 }
 fn default_cnpg() -> VersionedComponent {
-    VersionedComponent { enabled: true, version: s("0.23.0") }
+    VersionedComponent { enabled: true, version: catalog::version("cloudnative-pg") }
 }
 fn default_minio() -> VersionedComponent {
-    VersionedComponent { enabled: true, version: s("7.1.1") }
+    VersionedComponent { enabled: true, version: catalog::version("minio-operator") }
 }
 fn default_rabbitmq() -> VersionedComponent {
-    VersionedComponent { enabled: true, version: s("4.4.0") }
+    VersionedComponent { enabled: true, version: catalog::version("rabbitmq-operator") }
 }
 
 /// GitOps engine settings.
@@ -433,7 +457,7 @@ pub struct Istio {
 }
 
 fn default_istio_version() -> String {
-    s("1.31.0")
+    catalog::version("istio")
 }
 
 impl Default for Istio {
@@ -447,13 +471,13 @@ impl Default for Istio {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Operators {
     /// CloudNativePG.
-    #[serde(default = "default_cnpg")]
+    #[serde(default = "default_cnpg", deserialize_with = "pinned_cnpg")]
     pub cnpg: VersionedComponent,
     /// MinIO operator.
-    #[serde(default = "default_minio")]
+    #[serde(default = "default_minio", deserialize_with = "pinned_minio")]
     pub minio: VersionedComponent,
     /// RabbitMQ cluster and messaging-topology operators.
-    #[serde(default = "default_rabbitmq")]
+    #[serde(default = "default_rabbitmq", deserialize_with = "pinned_rabbitmq")]
     pub rabbitmq: VersionedComponent,
 }
 
@@ -543,7 +567,7 @@ fn default_operator_chart() -> String {
     s("oci://helm.cnb.cool/turingfocus/tfrs-operator/tfrs-operator")
 }
 fn default_operator_version() -> String {
-    s("0.5.0-dev7")
+    catalog::version("tfrs-operator")
 }
 fn default_operator_release() -> String {
     s("tfrs-operator")
@@ -772,7 +796,7 @@ fn ten_gi() -> String {
     s("10Gi")
 }
 fn default_postgres_image() -> String {
-    s("ghcr.io/cloudnative-pg/postgresql:16-minimal-bookworm")
+    catalog::pin("postgresql").image()
 }
 
 impl Default for Postgresql {
@@ -831,7 +855,7 @@ pub struct Redis {
 }
 
 fn default_redis_image() -> String {
-    s("redis/redis-stack-server:7.2.0-v13")
+    catalog::pin("redis").image()
 }
 fn default_redis_storage() -> String {
     s("1Gi")

@@ -44,3 +44,25 @@ pub fn tfrs_command() -> std::process::Command {
     command.current_dir(root()).env("TFRS_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"));
     command
 }
+
+/// `tfrs_command()` with the environment the render fixtures read: the demo master key and the
+/// `fromEnv` values of the fixtures (all test-only values).
+#[allow(dead_code)]
+#[must_use]
+pub fn fixture_command() -> std::process::Command {
+    let key = std::fs::read_to_string(root().join("fixtures/demo/keys/master.key")).expect("the demo master key");
+    let mut command = tfrs_command();
+    command
+        .env("TFRS_MASTER_KEY", key.trim())
+        .env("TFRS_TEST_REGISTRY_PASSWORD", "test-registry-token-7f3a9c")
+        .env("TFRS_TEST_REDIS_PASSWORD", "test-redis-password-2b1e")
+        .env("TFRS_TEST_OPENAI_KEY", "sk-env-openai-test-5c1d")
+        .env("TFRS_TEST_ESO_CLIENT_ID", "eso-client-id-test-81f0")
+        .env("TFRS_TEST_ESO_CLIENT_SECRET", "eso-client-secret-test-c7a2")
+        .env("ACME_OPENAI_API_KEY", "sk-test-acme-openai-key")
+        .env_remove("OPERATOR_HELM_REPO_URL")
+        .env_remove("OPERATOR_CHART_VERSION")
+        .env_remove("OPERATOR_IMAGE_TAG")
+        .env_remove("OPERATOR_RELEASE_NAME");
+    command
+}

@@ -1,111 +1,18 @@
-//! The real kube-apiserver v1.20.2 + Debian's etcd, started on 127.0.0.1 for one test, with a
-//! small status-writing helper acting as the controllers (nothing else writes status there).
+//! The real kube-apiserver and etcd (`scripts/kube-apiserver.sh`), started on 127.0.0.1 for one
+//! test with the pinned upstream CRDs registered, and a small status-writing helper acting as the
+//! controllers (nothing else writes status there).
 
 use super::sim::{created_namespace, has_controller, ready_status};
-use super::{common, custom_kinds, demo_rollout, plural};
+use super::{apiserver, common, demo_rollout};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use serde_json::json;
+use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tfrs_gitops::reconcile::plan::ObjectRef;
 use tfrs_gitops::reconcile::wait::readiness;
-
-/// The built apiserver (`scripts/kube-apiserver.sh path`), if any, with etcd installed.
-pub fn apiserver_binary() -> Option<PathBuf> {
-    let output = Command::new(common::root().join("scripts/kube-apiserver.sh")).arg("path").output().ok()?;
-    let path = String::from_utf8(output.stdout).ok()?.trim().to_owned();
-    (output.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
-}
-
-/// Kills the processes it holds when dropped (also when the test panics).
-struct Processes(Vec<Child>);
-
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
-}
-
-fn spawn(command: &mut Command, log: &Path) -> Child {
-    let file = std::fs::File::create(log).expect("log file");
-    command.stdout(Stdio::null()).stderr(file).spawn().unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"))
-}
-
-/// Starts etcd and the apiserver in `dir`; returns them and a kubeconfig path.
-fn start(apiserver: &Path, dir: &Path) -> (Processes, PathBuf) {
-    let (client, peer, secure) = (free_port(), free_port(), free_port());
-    let etcd = spawn(
-        Command::new("etcd")
-            .arg(format!("--data-dir={}", dir.join("etcd").display()))
-            .arg(format!("--listen-client-urls=http://127.0.0.1:{client}"))
-            .arg(format!("--advertise-client-urls=http://127.0.0.1:{client}"))
-            .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer}"))
-            .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer}"))
-            .arg(format!("--initial-cluster=default=http://127.0.0.1:{peer}")),
-        &dir.join("etcd.log"),
-    );
-    let mut processes = Processes(vec![etcd]);
-    let key = dir.join("sa.key");
-    let status = Command::new("openssl").args(["genrsa", "-out"]).arg(&key).arg("2048").stderr(Stdio::null()).status().expect("openssl");
-    assert!(status.success(), "openssl genrsa failed");
-    std::fs::write(dir.join("tokens.csv"), "tfrs-e2e-token,admin,admin,system:masters\n").expect("tokens");
-    let server = spawn(
-        Command::new(apiserver)
-            .arg(format!("--etcd-servers=http://127.0.0.1:{client}"))
-            .args(["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"])
-            .arg(format!("--secure-port={secure}"))
-            .arg(format!("--cert-dir={}", dir.join("certs").display()))
-            .arg(format!("--token-auth-file={}", dir.join("tokens.csv").display()))
-            .args(["--authorization-mode=AlwaysAllow", "--disable-admission-plugins=ServiceAccount"])
-            .arg("--service-account-issuer=https://kubernetes.default.svc")
-            .arg(format!("--service-account-key-file={}", key.display()))
-            .arg(format!("--service-account-signing-key-file={}", key.display()))
-            .args(["--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none"]),
-        &dir.join("apiserver.log"),
-    );
-    processes.0.push(server);
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: https://127.0.0.1:{secure}\n    insecure-skip-tls-verify: true\nusers:\n- name: e2e\n  user:\n    token: tfrs-e2e-token\ncontexts:\n- name: e2e\n  context:\n    cluster: e2e\n    user: e2e\ncurrent-context: e2e\n"
-        ),
-    )
-    .expect("kubeconfig");
-    (processes, kubeconfig)
-}
-
-async fn client(kubeconfig: &Path) -> kube::Client {
-    let file = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default()).await.expect("config");
-    kube::Client::try_from(config).expect("client")
-}
-
-/// A minimal CRD for a custom kind: any fields, a status subresource.
-fn crd(group: &str, versions: &[String], kind: &str, namespaced: bool) -> Value {
-    let plural = plural(kind);
-    let versions: Vec<Value> = versions
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            json!({"name": v, "served": true, "storage": i == 0, "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
-        })
-        .collect();
-    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": format!("{plural}.{group}")},
-        "spec": {"group": group, "scope": if namespaced { "Namespaced" } else { "Cluster" },
-            "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")}, "versions": versions}})
-}
 
 async fn api_for(client: &kube::Client, reference: &ObjectRef) -> Option<Api<DynamicObject>> {
     let (group, version) = reference.api_version.rsplit_once('/').unwrap_or(("", &reference.api_version));
@@ -152,41 +59,19 @@ async fn controllers(client: kube::Client, references: Vec<ObjectRef>, stop: Arc
 }
 
 /// Rolls the demo out against a fresh apiserver, then verifies it.
-pub fn demo(apiserver: &Path, tfrs: &Path) {
+pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) {
+    let crds = apiserver::pinned_crds(upstream);
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_processes, kubeconfig) = start(apiserver, dir.path());
     let out = dir.path().join("out");
     let rollout = demo_rollout(&out);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     runtime.block_on(async {
-        let client = client(&kubeconfig).await;
-        let started = Instant::now();
-        while client.apiserver_version().await.is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(90),
-                "the apiserver did not come up: {}",
-                std::fs::read_to_string(dir.path().join("apiserver.log")).unwrap_or_default()
-            );
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        // Cluster prerequisites: the custom kinds' CRDs (what the operators' charts install)
-        // and the flux-system namespace.
-        let mut groups: std::collections::BTreeMap<(String, String, bool), Vec<String>> = std::collections::BTreeMap::new();
-        for (api_version, kind, namespaced) in custom_kinds(&rollout) {
-            let (group, version) = api_version.split_once('/').expect("a group");
-            groups.entry((group.to_owned(), kind, namespaced)).or_default().push(version.to_owned());
-        }
-        let crds: Api<DynamicObject> = Api::all_with(
-            client.clone(),
-            &kube::discovery::ApiResource::erase::<
-                k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-            >(&()),
-        );
-        for ((group, kind, namespaced), versions) in &groups {
-            let object = crd(group, versions, kind, *namespaced);
-            let name = object["metadata"]["name"].as_str().expect("name").to_owned();
-            crds.patch(&name, &PatchParams::apply("e2e-setup"), &Patch::Apply(&object)).await.expect("apply a CRD");
-        }
+        let server = apiserver::Server::start(apiserver_binary, etcd).await;
+        let kubeconfig = server.kubeconfig.clone();
+        let client = server.client().await;
+        // Cluster prerequisites: the pinned CRDs (what the operators' charts install) and the
+        // flux-system namespace.
+        apiserver::register_crds(&client, &crds).await;
         let namespaces: Api<DynamicObject> =
             Api::all_with(client.clone(), &kube::discovery::ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()));
         let flux = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}});
@@ -214,7 +99,7 @@ pub fn demo(apiserver: &Path, tfrs: &Path) {
 
         let references: Vec<ObjectRef> = rollout.objects.iter().flatten().map(ObjectRef::of).collect();
         let stop = Arc::new(AtomicBool::new(false));
-        let helper = tokio::spawn(controllers(client.clone(), references, stop.clone()));
+        let helper = tokio::spawn(controllers(client.clone(), references.clone(), stop.clone()));
 
         let output = run(&["--progress", "json"]).await.expect("join");
         assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
@@ -257,5 +142,55 @@ pub fn demo(apiserver: &Path, tfrs: &Path) {
         let ready: Vec<&str> = stderr.lines().filter(|l| l.contains(" ... ready (")).collect();
         assert_eq!(ready.len(), rollout.plan.components.len(), "{stderr}");
         assert!(ready.iter().all(|l| l.contains("; 0 created, 0 configured, ")), "a re-apply changed something: {stderr}");
+
+        // A server removed from the specs: `--prune` deletes exactly its objects.
+        let specs = dir.path().join("specs");
+        common::copy_dir(&common::root().join("fixtures/demo"), &specs);
+        let servers = std::fs::read_to_string(specs.join("servers.yaml")).expect("servers.yaml");
+        let kept: Vec<&str> = servers.split("\n---\n").filter(|d| !d.contains("\n  name: robot2\n")).collect();
+        assert_eq!(kept.len() + 1, servers.split("\n---\n").count(), "robot2 is one document of servers.yaml");
+        std::fs::write(specs.join("servers.yaml"), kept.join("\n---\n")).expect("write servers.yaml");
+        let pruned_out = dir.path().join("pruned");
+        let output = common::tfrs_command()
+            .arg("render")
+            .arg(&specs)
+            .args(["--master-key-file", "fixtures/demo/keys/master.key", "--out"])
+            .arg(&pruned_out)
+            .output()
+            .expect("render");
+        assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
+        let removed: Vec<ObjectRef> = rollout
+            .plan
+            .components
+            .iter()
+            .zip(&rollout.objects)
+            .filter(|(component, _)| component.id.contains("/servers/robot2/"))
+            .flat_map(|(_, objects)| objects.iter().map(ObjectRef::of))
+            .collect();
+        assert!(removed.len() >= 5, "robot2 has objects: {removed:?}");
+        let stop = Arc::new(AtomicBool::new(false));
+        let helper = tokio::spawn(controllers(client.clone(), references.clone(), stop.clone()));
+        let (tfrs, cluster, kubeconfig) = (tfrs.to_path_buf(), pruned_out.join("clusters/demo"), kubeconfig.clone());
+        let output = tokio::task::spawn_blocking(move || {
+            Command::new(tfrs)
+                .arg("reconcile")
+                .arg(&cluster)
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .args(["--poll-interval", "300ms", "--timeout", "2m", "--prune"])
+                .output()
+                .expect("run tfrs")
+        })
+        .await
+        .expect("join");
+        stop.store(true, Ordering::Relaxed);
+        helper.await.expect("helper");
+        assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
+        for reference in &references {
+            let api = api_for(&client, reference).await.expect("an API for every object");
+            let exists = api.get_opt(&reference.name).await.expect("get").is_some();
+            let was_removed = removed.iter().any(|r| r.id() == reference.id());
+            assert_eq!(exists, !was_removed, "`{}` {}", reference.id(), if exists { "survived the prune" } else { "was pruned but is still rendered" });
+        }
     });
 }

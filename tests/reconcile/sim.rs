@@ -201,7 +201,11 @@ pub fn ready_status(object: &Value) -> Value {
         }),
         ("batch", "Job") => json!({
             "startTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:00:01Z", "succeeded": 1,
-            "conditions": [{"type": "Complete", "status": "True", "lastProbeTime": "2026-01-01T00:00:01Z", "lastTransitionTime": "2026-01-01T00:00:01Z"}]
+            // NB: a real apiserver refuses Complete without SuccessCriteriaMet (Kubernetes 1.31+).
+            "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": "2026-01-01T00:00:01Z", "lastTransitionTime": "2026-01-01T00:00:01Z"},
+                {"type": "Complete", "status": "True", "lastProbeTime": "2026-01-01T00:00:01Z", "lastTransitionTime": "2026-01-01T00:00:01Z"}
+            ]
         }),
         ("", "PersistentVolumeClaim") => json!({"phase": "Bound"}),
         ("", "Namespace") => json!({"phase": "Active"}),
@@ -209,7 +213,13 @@ pub fn ready_status(object: &Value) -> Value {
             "conditions": [condition("NamesAccepted", "NoConflicts"), condition("Established", "InitialNamesAccepted")],
             "acceptedNames": object.pointer("/spec/names").cloned().unwrap_or(json!({})), "storedVersions": []
         }),
-        ("minio.min.io", "Tenant") => json!({"currentState": "Initialized"}),
+        // The fields the pinned Tenant CRD requires of a status.
+        ("minio.min.io", "Tenant") => json!({
+            "currentState": "Initialized", "healthStatus": "green", "availableReplicas": 1, "certificates": {}, "pools": [],
+            "revision": 0, "syncVersion": "v7.1.1"
+        }),
+        // The pinned User CRD requires `username`.
+        ("rabbitmq.com", "User") => json!({"username": "app", "conditions": [condition("Ready", "SuccessfulCreateOrUpdate")]}),
         ("postgresql.cnpg.io", "Cluster") => {
             json!({"phase": "Cluster in healthy state", "conditions": [condition("Ready", "ClusterIsReady")]})
         }
