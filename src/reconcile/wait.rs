@@ -3,11 +3,13 @@
 //! [`readiness`] never reads the clock or the network: the caller polls the API and decides when
 //! to give up. Rules, in order (see docs/reconcile.md):
 //!
-//! 1. `metadata.deletionTimestamp` set: in progress (terminating);
+//! 1. `metadata.deletionTimestamp` set: in progress (terminating); then objects whose status means
+//!    nothing are decided by their spec alone (a Flux `HelmRepository` of `type: oci`);
 //! 2. `status.observedGeneration` present and different from `metadata.generation`: in progress;
 //! 3. condition `Stalled=True`: **failed**; `Reconciling=True`: in progress;
 //! 4. rules per kind (Deployment, StatefulSet, DaemonSet, Job, Pod, PVC, Service, CRD, and the
-//!    custom kinds of our operators: cert-manager, CNPG, MinIO, RabbitMQ, Flux, Argo CD);
+//!    custom kinds of our operators: Sealed Secrets, cert-manager, External Secrets, CNPG, MinIO,
+//!    RabbitMQ, Flux, Argo CD);
 //! 5. otherwise a `Ready` condition decides;
 //! 6. otherwise built-in kinds and custom kinds that never report status are ready, and any other
 //!    custom resource without a status is not (its operator has not acted yet).
@@ -114,6 +116,11 @@ pub fn readiness(object: &Value) -> Readiness {
     if object.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
         return Readiness::InProgress("terminating".into());
     }
+    let group = group_of(text(object, "/apiVersion"));
+    let kind = text(object, "/kind");
+    if let Some(found) = by_spec(group, kind, object) {
+        return found;
+    }
     let generation = integer(object, "/metadata/generation");
     if let Some(observed) = integer(object, "/status/observedGeneration")
         && let Some(generation) = generation
@@ -131,8 +138,6 @@ pub fn readiness(object: &Value) -> Readiness {
     {
         return Readiness::InProgress(format!("reconciling: {}", reconciling.describe()));
     }
-    let group = group_of(text(object, "/apiVersion"));
-    let kind = text(object, "/kind");
     if let Some(found) = by_kind(group, kind, object) {
         return found;
     }
@@ -143,6 +148,20 @@ pub fn readiness(object: &Value) -> Readiness {
         Readiness::Ready
     } else {
         Readiness::InProgress("no status yet: its controller has not acted".into())
+    }
+}
+
+/// Kinds whose status means nothing, decided by their spec before any status rule.
+fn by_spec(group: &str, kind: &str, object: &Value) -> Option<Readiness> {
+    match (group, kind) {
+        // NB: source-controller no longer reconciles a HelmRepository of `type: oci`: it deletes
+        // the artifact, drops the finalizer and resets the status to `{}` once ("migration to
+        // static"), so existing is being ready (Flux's docs; Argo CD's health check says the same).
+        // Status left from before that reset is stale, hence this rule comes before rules 2-3.
+        ("source.toolkit.fluxcd.io", "HelmRepository") if text(object, "/spec/type") == "oci" => {
+            Some(if is_suspended(object) { suspended() } else { Readiness::Ready })
+        }
+        _ => None,
     }
 }
 
@@ -171,7 +190,9 @@ fn by_kind(group: &str, kind: &str, object: &Value) -> Option<Readiness> {
             Some(Readiness::Ready)
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => Some(crd(object)),
+        ("bitnami.com", "SealedSecret") => sealed_secret(object),
         ("cert-manager.io", "Certificate") => Some(certificate(object)),
+        ("external-secrets.io", "ClusterExternalSecret") => Some(cluster_external_secret(object)),
         ("postgresql.cnpg.io", "Cluster") => Some(cnpg_cluster(object)),
         ("minio.min.io", "Tenant") => Some(match text(object, "/status/currentState") {
             "Initialized" => Readiness::Ready,
@@ -179,7 +200,9 @@ fn by_kind(group: &str, kind: &str, object: &Value) -> Option<Readiness> {
             state => Readiness::InProgress(format!("current state: {state}")),
         }),
         ("rabbitmq.com", "RabbitmqCluster") => Some(rabbitmq_cluster(object)),
-        ("helm.toolkit.fluxcd.io", "HelmRelease") | ("kustomize.toolkit.fluxcd.io", "Kustomization") => {
+        ("helm.toolkit.fluxcd.io", "HelmRelease")
+        | ("kustomize.toolkit.fluxcd.io", "Kustomization")
+        | ("source.toolkit.fluxcd.io", "GitRepository" | "OCIRepository" | "HelmRepository" | "HelmChart" | "Bucket") => {
             Some(flux(object, generation_of(object)))
         }
         ("argoproj.io", "Application") => Some(argo_application(object)),
@@ -332,6 +355,53 @@ fn crd(object: &Value) -> Readiness {
     }
 }
 
+/// The sealed-secrets controller reports one condition, `Synced`: `True` once the Secret is written,
+/// `False` with the error otherwise. It retries a failure only a few times (rate-limited, within a
+/// second) and then forgets it, with no periodic resync: only a change to the SealedSecret (or its
+/// Secret) or a controller restart tries again, so `Synced=False` for the current generation is
+/// terminal for a rollout (sealed with another cluster's certificate, renamed, or a Secret of that
+/// name not managed by it). Without `Synced` the general rules decide (no status: not acted yet).
+fn sealed_secret(object: &Value) -> Option<Readiness> {
+    let synced = condition(object, "Synced")?;
+    if synced.is_true() {
+        return Some(Readiness::Ready);
+    }
+    let error = synced.field("message");
+    let error = if error.is_empty() { synced.describe() } else { error.to_owned() };
+    // NB: without status.observedGeneration the failure may be about an older spec.
+    Some(if integer(object, "/status/observedGeneration").is_some() {
+        let hint = if error.contains("no key could decrypt") { "; was it sealed with this cluster's certificate?" } else { "" };
+        Readiness::Failed(format!("not unsealed: {error} (the sealed-secrets controller gave up{hint})"))
+    } else {
+        Readiness::InProgress(format!("not unsealed: {error}"))
+    })
+}
+
+/// External Secrets appends each new condition at the end of `status.conditions` (removing the
+/// earlier one of the same type), and older releases wrote `PartiallyReady` / `NotReady` where
+/// current ones write `Ready=False`, which can linger after an upgrade: the last condition is the
+/// current one.
+fn cluster_external_secret(object: &Value) -> Readiness {
+    let Some(last) = object.pointer("/status/conditions").and_then(Value::as_array).and_then(|all| all.last()).map(Condition) else {
+        return Readiness::InProgress("no status yet: External Secrets has not acted".into());
+    };
+    if last.field("type") == "Ready" && last.is_true() {
+        return Readiness::Ready;
+    }
+    let failed: Vec<String> = object
+        .pointer("/status/failedNamespaces")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|f| format!("{} ({})", text(f, "/namespace"), text(f, "/reason")))
+        .collect();
+    if failed.is_empty() {
+        Readiness::InProgress(last.describe())
+    } else {
+        Readiness::InProgress(format!("{}; failed in {}", last.describe(), failed.join(", ")))
+    }
+}
+
 fn certificate(object: &Value) -> Readiness {
     if let Some(issuing) = condition(object, "Issuing")
         && issuing.is_true()
@@ -345,7 +415,29 @@ fn certificate(object: &Value) -> Readiness {
     }
 }
 
+/// A CNPG cluster whose reconciliation is disabled or that is hibernated (or being hibernated) is
+/// never ready while so, whatever its last phase and `Ready` condition say: the operator keeps
+/// both (phase `Cluster in healthy state`, `Ready=True`) while it deletes the pods. Neither is
+/// terminal (someone may resume it), so they wait for the timeout.
 fn cnpg_cluster(object: &Value) -> Readiness {
+    if text(object, "/metadata/annotations/cnpg.io~1reconciliationLoop") == "disabled" {
+        return Readiness::InProgress(
+            "reconciliation suspended (annotation cnpg.io/reconciliationLoop: disabled): the CNPG operator will not act on it".into(),
+        );
+    }
+    let requested = text(object, "/metadata/annotations/cnpg.io~1hibernation") == "on";
+    match condition(object, "cnpg.io/hibernation") {
+        Some(hibernation) if hibernation.is_true() => {
+            return Readiness::InProgress(format!("hibernated (cnpg.io/hibernation: on), no instance runs: {}", hibernation.describe()));
+        }
+        Some(hibernation) => {
+            return Readiness::InProgress(format!("being hibernated (cnpg.io/hibernation: on): {}", hibernation.describe()));
+        }
+        None if requested => {
+            return Readiness::InProgress("to be hibernated (cnpg.io/hibernation: on): the CNPG operator has not acted yet".into());
+        }
+        None => {}
+    }
     let phase = text(object, "/status/phase");
     if is_true(object, "Ready") || phase == "Cluster in healthy state" {
         return Readiness::Ready;
@@ -375,9 +467,17 @@ fn rabbitmq_cluster(object: &Value) -> Readiness {
     Readiness::InProgress(format!("waiting for {}", missing.join(" and ")))
 }
 
+fn is_suspended(object: &Value) -> bool {
+    object.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+}
+
+fn suspended() -> Readiness {
+    Readiness::InProgress("suspended (spec.suspend: true): Flux will not reconcile it".into())
+}
+
 fn flux(object: &Value, generation: Option<i64>) -> Readiness {
-    if object.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
-        return Readiness::InProgress("suspended (spec.suspend: true): Flux will not reconcile it".into());
+    if is_suspended(object) {
+        return suspended();
     }
     let Some(ready) = condition(object, "Ready") else {
         return Readiness::InProgress("no status yet: Flux has not acted".into());
@@ -674,6 +774,157 @@ status:
         let mut healthy = app;
         healthy["status"]["health"]["status"] = json!("Healthy");
         assert_eq!(readiness(&healthy), Readiness::Ready);
+    }
+
+    #[test]
+    fn sealed_secret_that_could_not_be_unsealed_fails() {
+        let unsealed = yaml(
+            "
+apiVersion: bitnami.com/v1alpha1
+kind: SealedSecret
+metadata: {name: registry, namespace: t, generation: 1}
+spec: {encryptedData: {.dockerconfigjson: AgB}}
+status:
+  observedGeneration: 1
+  conditions:
+  - {type: Synced, status: 'True', message: ''}
+",
+        );
+        assert_eq!(readiness(&unsealed), Readiness::Ready);
+        let mut wrong_key = unsealed.clone();
+        wrong_key["status"]["conditions"][0] =
+            json!({"type": "Synced", "status": "False", "message": "no key could decrypt secret (.dockerconfigjson)"});
+        let reason = failed(&wrong_key);
+        assert_eq!(
+            reason,
+            "not unsealed: no key could decrypt secret (.dockerconfigjson) (the sealed-secrets controller gave up; was it sealed with this cluster's certificate?)"
+        );
+        let mut unmanaged = wrong_key.clone();
+        unmanaged["status"]["conditions"][0]["message"] =
+            json!("failed update: Resource \"registry\" already exists and is not managed by SealedSecret");
+        assert!(failed(&unmanaged).ends_with("not managed by SealedSecret (the sealed-secrets controller gave up)"));
+        // A failure about an older spec: the controller has not seen the one just applied.
+        let mut resealed = wrong_key.clone();
+        resealed["metadata"]["generation"] = json!(2);
+        assert!(progress(&resealed).starts_with("generation 2 not observed"));
+        // Without status.observedGeneration nothing says which spec failed: wait.
+        let mut unversioned = wrong_key;
+        unversioned["status"].as_object_mut().expect("status").remove("observedGeneration");
+        assert!(progress(&unversioned).starts_with("not unsealed: no key could decrypt"));
+    }
+
+    const CNPG: &str = "
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata: {name: pg, namespace: t, generation: 1}
+spec: {instances: 1}
+status:
+  phase: Cluster in healthy state
+  conditions:
+  - {type: Ready, status: 'True', reason: ClusterIsReady}
+";
+
+    #[test]
+    fn cnpg_cluster_hibernated_or_unreconciled_is_not_ready() {
+        let healthy = yaml(CNPG);
+        assert_eq!(readiness(&healthy), Readiness::Ready);
+        let mut off = healthy.clone();
+        off["metadata"]["annotations"] = json!({"cnpg.io/hibernation": "off"});
+        assert_eq!(readiness(&off), Readiness::Ready);
+
+        let mut requested = healthy.clone();
+        requested["metadata"]["annotations"] = json!({"cnpg.io/hibernation": "on"});
+        assert!(progress(&requested).starts_with("to be hibernated (cnpg.io/hibernation: on)"));
+        let mut hibernating = requested.clone();
+        hibernating["status"]["conditions"].as_array_mut().expect("conditions").push(
+            json!({"type": "cnpg.io/hibernation", "status": "False", "reason": "DeletingPods", "message": "Hibernation is in progress"}),
+        );
+        assert_eq!(
+            progress(&hibernating),
+            "being hibernated (cnpg.io/hibernation: on): cnpg.io/hibernation=False (DeletingPods): Hibernation is in progress"
+        );
+        let mut hibernated = requested;
+        hibernated["status"]["conditions"].as_array_mut().expect("conditions").push(
+            json!({"type": "cnpg.io/hibernation", "status": "True", "reason": "Hibernated", "message": "Cluster has been hibernated"}),
+        );
+        assert!(progress(&hibernated).starts_with("hibernated (cnpg.io/hibernation: on), no instance runs"));
+
+        let mut unreconciled = healthy;
+        unreconciled["metadata"]["annotations"] = json!({"cnpg.io/reconciliationLoop": "disabled"});
+        assert!(progress(&unreconciled).starts_with("reconciliation suspended (annotation cnpg.io/reconciliationLoop: disabled)"));
+    }
+
+    #[test]
+    fn oci_helm_repository_is_ready_once_it_exists() {
+        let oci = yaml(
+            "{apiVersion: source.toolkit.fluxcd.io/v1, kind: HelmRepository, metadata: {name: charts, generation: 1}, spec: {type: oci, url: 'oci://ghcr.io/acme/charts'}}",
+        );
+        assert_eq!(readiness(&oci), Readiness::Ready);
+        // Status left from before source-controller stopped reconciling it is ignored.
+        let mut leftover = oci.clone();
+        leftover["metadata"]["generation"] = json!(3);
+        leftover["status"] = json!({"observedGeneration": 1, "conditions": [{"type": "Stalled", "status": "True", "reason": "Old"}]});
+        assert_eq!(readiness(&leftover), Readiness::Ready);
+        let mut suspended = oci;
+        suspended["spec"]["suspend"] = json!(true);
+        assert!(progress(&suspended).starts_with("suspended"));
+        let https = yaml(
+            "{apiVersion: source.toolkit.fluxcd.io/v1, kind: HelmRepository, metadata: {name: charts, generation: 1}, spec: {url: 'https://charts.example.com'}}",
+        );
+        assert_eq!(progress(&https), "no status yet: Flux has not acted");
+    }
+
+    #[test]
+    fn flux_sources_follow_the_flux_rules() {
+        let repository = yaml(
+            "
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: platform, namespace: flux-system, generation: 2}
+spec: {url: 'https://git.example.com/platform.git'}
+status:
+  observedGeneration: 2
+  conditions:
+  - {type: Ready, status: 'True', observedGeneration: 2, reason: Succeeded}
+  - {type: ArtifactInStorage, status: 'True', observedGeneration: 2, reason: Succeeded}
+",
+        );
+        assert_eq!(readiness(&repository), Readiness::Ready);
+        let mut suspended = repository.clone();
+        suspended["spec"]["suspend"] = json!(true);
+        assert!(progress(&suspended).starts_with("suspended"));
+        let mut stale = repository;
+        stale["status"]["conditions"][0]["observedGeneration"] = json!(1);
+        assert_eq!(progress(&stale), "Ready is from an older generation");
+    }
+
+    #[test]
+    fn cluster_external_secret_last_condition_decides() {
+        let ready = yaml(
+            "
+apiVersion: external-secrets.io/v1
+kind: ClusterExternalSecret
+metadata: {name: registry}
+spec: {}
+status:
+  conditions:
+  - {type: PartiallyReady, status: 'True', message: one or more namespaces failed}
+  - {type: Ready, status: 'True'}
+",
+        );
+        assert_eq!(readiness(&ready), Readiness::Ready);
+        let mut failing = ready.clone();
+        failing["status"]["conditions"][1] = json!({"type": "Ready", "status": "False", "message": "one or more namespaces failed"});
+        failing["status"]["failedNamespaces"] = json!([{"namespace": "t", "reason": "external secret already exists in namespace"}]);
+        assert_eq!(
+            progress(&failing),
+            "Ready=False: one or more namespaces failed; failed in t (external secret already exists in namespace)"
+        );
+        let mut legacy = ready;
+        legacy["status"]["conditions"] = json!([{"type": "NotReady", "status": "True", "message": "one or more namespaces failed"}]);
+        assert_eq!(progress(&legacy), "NotReady=True: one or more namespaces failed");
+        let fresh = yaml("{apiVersion: external-secrets.io/v1, kind: ClusterExternalSecret, metadata: {name: r}, spec: {}}");
+        assert!(progress(&fresh).starts_with("no status yet"));
     }
 
     #[test]
