@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The render-time environment variables of seed 002.
+/// The render-time environment variables that override the tfrs-operator chart (`docs/render.md`).
 const OPERATOR_VARIABLES: [&str; 4] = ["OPERATOR_HELM_REPO_URL", "OPERATOR_CHART_VERSION", "OPERATOR_IMAGE_TAG", "OPERATOR_RELEASE_NAME"];
 
 /// Loads specs and adds the checks that need today's date (billing expiry), with the clock read
