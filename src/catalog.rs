@@ -17,6 +17,9 @@ pub enum Kind {
     Chart,
     /// A container image the render writes into a workload or a custom resource.
     Image,
+    /// An upstream kustomize base from a Git repository at a release tag (for projects that
+    /// release manifests, not a chart), with the release's operator image set by name.
+    Manifests,
     /// An API the rendered objects are written against, served by software the cluster must
     /// already run (the GitOps engine, the sealing controller); nothing of it is rendered.
     Api,
@@ -40,6 +43,9 @@ pub struct Pin {
     pub chart: &'static str,
     /// The spec field that overrides `version`, if any.
     pub spec_field: &'static str,
+    /// Manifests only: the operator image the release runs (tagged with `version` without
+    /// its `v`, as upstream's release build sets it).
+    pub image_name: &'static str,
 }
 
 impl Pin {
@@ -51,15 +57,19 @@ impl Pin {
 }
 
 const fn chart(name: &'static str, version: &'static str, app_version: &'static str, source: &'static str, chart: &'static str) -> Pin {
-    Pin { name, kind: Kind::Chart, version, app_version, source, chart, spec_field: "" }
+    Pin { name, kind: Kind::Chart, version, app_version, source, chart, spec_field: "", image_name: "" }
 }
 
 const fn image(name: &'static str, source: &'static str, version: &'static str) -> Pin {
-    Pin { name, kind: Kind::Image, version, app_version: "", source, chart: "", spec_field: "" }
+    Pin { name, kind: Kind::Image, version, app_version: "", source, chart: "", spec_field: "", image_name: "" }
 }
 
 const fn api(name: &'static str, version: &'static str, source: &'static str) -> Pin {
-    Pin { name, kind: Kind::Api, version, app_version: "", source, chart: "", spec_field: "" }
+    Pin { name, kind: Kind::Api, version, app_version: "", source, chart: "", spec_field: "", image_name: "" }
+}
+
+const fn manifests(name: &'static str, version: &'static str, source: &'static str, image_name: &'static str) -> Pin {
+    Pin { name, kind: Kind::Manifests, version, app_version: "", source, chart: "", spec_field: "", image_name }
 }
 
 const fn overridden_by(pin: Pin, spec_field: &'static str) -> Pin {
@@ -84,14 +94,19 @@ pub const CATALOG: &[Pin] = &[
         "TFRCluster spec.operators.minio.version",
     ),
     overridden_by(
-        chart(
-            "rabbitmq-operator",
-            "4.4.0",
-            "",
-            "oci://registry-1.docker.io/bitnamicharts/rabbitmq-cluster-operator",
+        manifests(
             "rabbitmq-cluster-operator",
+            "v2.22.3",
+            "https://github.com/rabbitmq/cluster-operator",
+            "ghcr.io/rabbitmq/cluster-operator",
         ),
         "TFRCluster spec.operators.rabbitmq.version",
+    ),
+    manifests(
+        "rabbitmq-topology-operator",
+        "v1.20.1",
+        "https://github.com/rabbitmq/messaging-topology-operator",
+        "ghcr.io/rabbitmq/messaging-topology-operator",
     ),
     chart("external-secrets", "2.9.0", "v2.9.0", "https://charts.external-secrets.io", "external-secrets"),
     overridden_by(
@@ -103,7 +118,10 @@ pub const CATALOG: &[Pin] = &[
     image("timescaledb-postgresql", "ghcr.io/cloudnative-pg/postgresql", "18-minimal-trixie"),
     image("timescaledb-extension", "ghcr.io/cloudnative-pg/timescaledb-oss", "2.29.2-18-trixie"),
     overridden_by(image("redis", "redis/redis-stack-server", "7.2.0-v13"), "TFRTenant spec.redis.image"),
+    image("rabbitmq", "rabbitmq", "4.2.6-management"),
     image("minio", "quay.io/minio/minio", "RELEASE.2025-04-08T15-41-24Z"),
+    image("minio-client", "quay.io/minio/mc", "RELEASE.2025-04-16T18-13-26Z"),
+    image("curl", "curlimages/curl", "8.17.0"),
     chart("jaeger", "4.11.1", "2.19.0", "https://jaegertracing.github.io/helm-charts", "jaeger"),
     chart("grafana", "12.11.1", "13.2.0", "https://grafana-community.github.io/helm-charts", "grafana"),
     image("prometheus", "quay.io/prometheus/prometheus", "v3.14.0"),
@@ -155,6 +173,7 @@ pub fn table() -> String {
             let kind = match p.kind {
                 Kind::Chart => "chart",
                 Kind::Image => "image",
+                Kind::Manifests => "manifests",
                 Kind::Api => "api",
             };
             let source = if p.chart.is_empty() || p.source.starts_with("oci://") {

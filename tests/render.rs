@@ -272,8 +272,9 @@ fn hostile_strings_come_out_as_the_same_strings() {
             for pointer in
                 ["/spec/source/repoURL", "/spec/source/targetRevision", "/spec/acme/email", "/spec/source/helm/valuesObject/image/tag"]
             {
-                // The chart Applications have their own repoURL and targetRevision.
-                let is_chart = value.pointer("/spec/source/helm").is_some();
+                // The chart and upstream-manifest Applications have their own repoURL and
+                // targetRevision.
+                let is_chart = value.pointer("/spec/source/helm").is_some() || value.pointer("/spec/source/kustomize").is_some();
                 if pointer.starts_with("/spec/source/") && !pointer.contains("helm") && is_chart {
                     continue;
                 }
@@ -694,7 +695,10 @@ fn tenants_get_the_names_consumers_rely_on() {
         assert!(has(&id("postgresql"), "Cluster", namespace, &format!("{namespace}-pg")), "{namespace}");
         assert!(has(&id("redis"), "Service", namespace, "redis"), "{namespace}");
         assert!(has(&id("rabbitmq"), "RabbitmqCluster", namespace, "rabbitmq"), "{namespace}");
-        assert!(has(&id("minio"), "Service", namespace, "minio"), "{namespace}");
+        // The MinIO operator owns the Service `minio` (port 80): we render the Tenant, never
+        // the Service.
+        assert!(has(&id("minio"), "Tenant", namespace, "minio"), "{namespace}");
+        assert!(!objects.iter().any(|(_, k, n, o)| k == "Service" && n == namespace && o == "minio"), "{namespace}");
         assert!(has(&id("namespace"), "SealedSecret", namespace, "cnb-registry-secret"), "{namespace}: pull Secret copy");
         assert!(has(&id("mesh-policy"), "PeerAuthentication", namespace, "default"), "{namespace}");
         assert!(has(&id("mesh-policy"), "AuthorizationPolicy", namespace, "tenant-boundary"), "{namespace}");
@@ -709,9 +713,9 @@ fn tenants_get_the_names_consumers_rely_on() {
     // alice and bob share `personal-support`: its middleware is rendered once.
     let shared = objects.iter().filter(|(_, k, n, _)| k == "Cluster" && n == "personal-support").count();
     assert_eq!(shared, 1);
-    let minio_service =
-        std::fs::read_to_string(out.join("clusters/demo/components/namespaces/acme-corp/minio/service-minio.yaml")).unwrap();
-    assert!(minio_service.contains("port: 9000"), "{minio_service}");
+    // Consumers reach MinIO through the operator's Service on port 80 (no TLS).
+    let tenant = std::fs::read_to_string(out.join("clusters/demo/components/namespaces/acme-corp/minio/tenant-minio.yaml")).unwrap();
+    assert!(tenant.contains("requestAutoCert: false"), "{tenant}");
     let pg =
         std::fs::read_to_string(out.join("clusters/demo/components/namespaces/acme-corp/postgresql/cluster-acme-corp-pg.yaml")).unwrap();
     assert!(pg.contains("database: acme-corp") && pg.contains("owner: app_user") && pg.contains("name: acme-corp-pg-credentials"), "{pg}");

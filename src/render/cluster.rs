@@ -335,6 +335,12 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> (Json, Json) {
         "flux_namespace": FLUX_NAMESPACE,
         "argocd_namespace": ARGOCD_NAMESPACE,
         "argocd_project": ARGOCD_PROJECT,
+        // Argo CD: automated sync that never gives up on a transient race (a CRD or webhook
+        // not there yet): unlimited retries (a negative limit), backing off to 5 minutes.
+        "argocd_sync": {
+            "automated": {"prune": true, "selfHeal": true},
+            "retry": {"limit": -1, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}},
+        },
         "cluster": {"name": cluster.name(), "spec": cluster_json},
         "issuer_name": match cluster_spec.ingress.tls.issuer { Issuer::Letsencrypt => "letsencrypt", Issuer::Selfsigned => "tfrs-ca" },
         "gateway_name": GATEWAY,

@@ -162,6 +162,8 @@ pub(crate) fn render(
     values["db_secrets"] = json!(db_secrets);
     values["postgres_image"] = json!(tenant.postgresql.image);
     values["bucket"] = json!(bucket(name));
+    values["grafana_token"] =
+        json!(if spec.jobs.grafana_service_account && tenant.grafana.enabled { format!("{name}-grafana-token") } else { String::new() });
 
     for definition in DEFINITIONS {
         let id = component_id(namespace, name, definition.name);
@@ -275,7 +277,8 @@ pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Cre
             "cos".into(),
             section(vec![
                 ("host", text(&format!("minio.{namespace}.svc.cluster.local"))),
-                ("port", Value::Integer(9000)),
+                // The operator's `minio` Service: port 80 -> 9000 (no TLS), docs/components.md.
+                ("port", Value::Integer(80)),
                 ("access_key", text(user)),
                 ("secret_key", text(password)),
                 ("bucket", text(&bucket(server))),

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 /// The built-in templates, by name (path below `templates/`).
 pub const BUILTIN: &[(&str, &str)] = &[
     ("macros/helm.yaml", include_str!("../../templates/macros/helm.yaml")),
+    ("macros/kustomize.yaml", include_str!("../../templates/macros/kustomize.yaml")),
     ("gitops/flux.yaml", include_str!("../../templates/gitops/flux.yaml")),
     ("gitops/argocd.yaml", include_str!("../../templates/gitops/argocd.yaml")),
     ("cluster/cert-manager.yaml", include_str!("../../templates/cluster/cert-manager.yaml")),

@@ -57,7 +57,9 @@ struct Definition {
 }
 
 const DEFINITIONS: &[Definition] = &[
-    Definition { name: "namespace", after: &[], after_cluster: &[], enabled: |_, _| true },
+    // NB: after istiod, so that no pod of the namespace (which has `istio-injection: enabled`)
+    // starts before the injection webhook exists and runs without its sidecar.
+    Definition { name: "namespace", after: &[], after_cluster: &["istiod"], enabled: |_, _| true },
     Definition { name: "mesh-policy", after: &["namespace"], after_cluster: &["istiod"], enabled: |c, _| c.istio.enabled },
     Definition { name: "postgresql", after: &["namespace"], after_cluster: &["cnpg-operator"], enabled: |_, t| t.postgresql.enabled },
     Definition { name: "timescaledb", after: &["postgresql"], after_cluster: &["cnpg-operator"], enabled: |_, t| t.timescaledb.enabled },

@@ -172,6 +172,10 @@ pub(crate) fn gitops_objects(
                     "depends_on": component.depends_on.iter().map(|d| names.get(d.as_str()).cloned().unwrap_or_default()).collect::<Vec<_>>(),
                     "depth": component.depth,
                     "timeout": component.timeout,
+                    // A component of PersistentVolumeClaims only is not waited for: with a
+                    // `WaitForFirstConsumer` class its claims stay Pending until a consumer
+                    // is scheduled, and the consumers wait for this component.
+                    "wait": !component.objects.iter().all(|o| o.kind == "PersistentVolumeClaim"),
                 },
             });
             let key = format!("{name}/gitops/{}", component.id);
@@ -186,7 +190,41 @@ pub(crate) fn gitops_objects(
             None => failed = true,
         }
     }
+    if cluster.spec.gitops.engine == GitopsEngine::Argocd {
+        out.push(argocd_health_check(name));
+    }
     (!failed).then_some(out)
+}
+
+/// Argo CD's health check for `argoproj.io/Application`, which Argo CD does not ship: without
+/// it an app of apps is Healthy as soon as its children exist, and sync waves do not wait for
+/// a child to be healthy. It is one key of `argocd-cm`, applied server-side so that only that
+/// key (and our labels) is ours; Argo CD never prunes or deletes the ConfigMap for us.
+fn argocd_health_check(cluster: &str) -> Resource {
+    const LUA: &str = "health = {status = \"Progressing\", message = \"\"}\n\
+        if obj.status ~= nil and obj.status.health ~= nil then\n\
+        \x20 health.status = obj.status.health.status\n\
+        \x20 if obj.status.health.message ~= nil then health.message = obj.status.health.message end\n\
+        end\n\
+        return health\n";
+    let mut labels = labels(cluster, "gitops");
+    labels["app.kubernetes.io/part-of"] = json!("argocd");
+    labels["app.kubernetes.io/name"] = json!("argocd-cm");
+    let body = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "argocd-cm",
+            "namespace": ARGOCD_NAMESPACE,
+            "labels": labels,
+            "annotations": {
+                "argocd.argoproj.io/sync-wave": "-1",
+                "argocd.argoproj.io/sync-options": "ServerSideApply=true,Prune=false,Delete=false",
+            },
+        },
+        "data": {"resource.customizations.health.argoproj.io_Application": LUA},
+    });
+    Resource::from_json(&body).ok().flatten().expect("a fixed ConfigMap is an object")
 }
 
 /// Everything the tree needs besides the rendered cluster.

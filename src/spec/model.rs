@@ -294,7 +294,7 @@ fn pinned_minio<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Ver
     pinned(deserializer, "minio-operator")
 }
 fn pinned_rabbitmq<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<VersionedComponent, D::Error> {
-    pinned(deserializer, "rabbitmq-operator")
+    pinned(deserializer, "rabbitmq-cluster-operator")
 }
 
 fn default_cert_manager() -> VersionedComponent {
@@ -307,7 +307,7 @@ fn default_minio() -> VersionedComponent {
     VersionedComponent { enabled: true, version: catalog::version("minio-operator") }
 }
 fn default_rabbitmq() -> VersionedComponent {
-    VersionedComponent { enabled: true, version: catalog::version("rabbitmq-operator") }
+    VersionedComponent { enabled: true, version: catalog::version("rabbitmq-cluster-operator") }
 }
 
 /// GitOps engine settings.
