@@ -82,7 +82,7 @@ const DEFINITIONS: &[Definition] = &[
         after: &["istiod"],
         enabled: istio,
         namespaces: |_| vec!["istio-ingress".into()],
-        cluster_kinds: &[],
+        cluster_kinds: &["IngressClass"],
     },
     Definition {
         name: "gateway",

@@ -74,6 +74,7 @@ pub const CLUSTER_SCOPED: &[&str] = &[
     "PriorityClass",
     "MutatingWebhookConfiguration",
     "ValidatingWebhookConfiguration",
+    "IngressClass",
 ];
 
 /// Whether objects of this kind are cluster-scoped.
