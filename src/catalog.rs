@@ -4,7 +4,7 @@
 //! shows it with the upstream files each pin was checked against.
 //!
 //! A spec field that names a version (`certManager.version`, `operators.cnpg.version`, ...)
-//! overrides its row; left out or empty, the row holds. Bumping a row is the whole of an
+//! overrides its row; left out, the row holds. Bumping a row is the whole of an
 //! upgrade of that component: the render picks it up everywhere.
 
 use serde::Serialize;
