@@ -174,6 +174,10 @@ fn by_kind(group: &str, kind: &str, object: &Value) -> Option<Readiness> {
         ("", "Pod") => Some(pod(object)),
         ("", "PersistentVolumeClaim") => Some(match text(object, "/status/phase") {
             "Bound" => Readiness::Ready,
+            // A `WaitForFirstConsumer` claim binds only once a consumer is scheduled, and its
+            // consumers may wait for it: waiting here would deadlock. Until the scheduler picks
+            // a node it counts as ready; a claim that never binds shows in its consumer's pod.
+            "Pending" if object.pointer("/metadata/annotations/volume.kubernetes.io~1selected-node").is_none() => Readiness::Ready,
             "Lost" => Readiness::Failed("claim lost its volume".into()),
             "" => Readiness::InProgress("not bound yet".into()),
             phase => Readiness::InProgress(format!("phase {phase}")),
@@ -633,7 +637,11 @@ status: {observedGeneration: 1, desiredNumberScheduled: 2, currentNumberSchedule
         assert_eq!(readiness(&yaml("{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}")), Readiness::Ready);
         assert_eq!(readiness(&yaml("{apiVersion: v1, kind: Namespace, metadata: {name: n}, status: {phase: Active}}")), Readiness::Ready);
         assert_eq!(readiness(&yaml("{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: r}}")), Readiness::Ready);
-        let claim = yaml("{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}, status: {phase: Pending}}");
+        let unscheduled = yaml("{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}, status: {phase: Pending}}");
+        assert_eq!(readiness(&unscheduled), Readiness::Ready, "a WaitForFirstConsumer claim is not waited for");
+        let claim = yaml(
+            "{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data, annotations: {volume.kubernetes.io/selected-node: n1}}, status: {phase: Pending}}",
+        );
         assert_eq!(progress(&claim), "phase Pending");
         let bound = yaml("{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}, status: {phase: Bound}}");
         assert_eq!(readiness(&bound), Readiness::Ready);
