@@ -1,5 +1,6 @@
 //! End-to-end tests of the `tfrs` binary: every `fixtures/err-*` scenario's whole report is a
-//! snapshot; the demo validates; outside tools accept `tfrs schema --crd`.
+//! snapshot, and so is every `fixtures/warn-*` scenario's (valid, with warnings); the demo
+//! validates; outside tools accept `tfrs schema --crd`.
 
 mod common;
 
@@ -36,6 +37,64 @@ fn error_scenarios_match_their_snapshots() {
         assert!(parts[0].starts_with(&format!("fixtures/{scenario}/")), "{scenario}: {first}");
         insta::assert_snapshot!(scenario.clone(), report(&output));
     }
+}
+
+#[test]
+fn warning_scenarios_match_their_snapshots() {
+    let mut scenarios: Vec<String> = std::fs::read_dir(root().join("fixtures"))
+        .expect("fixtures/ exists")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("warn-"))
+        .collect();
+    scenarios.sort();
+    assert!(scenarios.len() >= 2, "only {} warning scenarios", scenarios.len());
+    for scenario in scenarios {
+        let output = tfrs(&["validate", &format!("fixtures/{scenario}")]);
+        assert_eq!(output.status.code(), Some(0), "{scenario} must be valid:\n{}", report(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // The contract: `file:line:col: warning: field.path: message`, one or more.
+        let located: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&format!("fixtures/{scenario}/"))).collect();
+        assert!(!located.is_empty(), "{scenario} warns about nothing:\n{stderr}");
+        for line in located {
+            let parts: Vec<&str> = line.splitn(6, ':').collect();
+            assert!(
+                parts.len() == 6 && parts[1].parse::<usize>().is_ok() && parts[2].parse::<usize>().is_ok() && parts[3] == " warning",
+                "{scenario}: {line}"
+            );
+            assert!(parts[4].trim_start().starts_with("spec."), "{scenario}: {line}");
+        }
+        insta::assert_snapshot!(scenario.clone(), report(&output));
+    }
+}
+
+/// One ingress certificate names the base domain and every server's host: past Let's
+/// Encrypt's 100 names it is never issued, and `tfrs validate` says so; at 100 it does not.
+#[test]
+fn letsencrypt_certificate_over_100_names_warns() {
+    let run = |servers: usize| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut spec = String::from(
+            "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRCluster\nmetadata: {name: prod}\nspec:\n  ingress:\n    type: tke-clb\n    domain: tfrs.turingfocus.cn\n    tls: {issuer: letsencrypt, email: ops@turingfocus.cn}\n  sealing: {certFile: cert.pem}\n---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: {name: acme}\nspec:\n  cluster: prod\n  sharedCache: {storageClass: cfs}\n",
+        );
+        for index in 0..servers {
+            spec.push_str(&format!(
+                "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata: {{name: bot{index}}}\nspec:\n  tenant: acme\n  image: {{repository: docker.cnb.cool/turingfocus/tfrobot, tag: v1.8.0}}\n"
+            ));
+        }
+        std::fs::write(dir.path().join("spec.yaml"), spec).expect("write");
+        let output = tfrs(&["validate", dir.path().to_str().expect("UTF-8 path")]);
+        assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    // 99 servers and the base domain: 100 names.
+    let stderr = run(99);
+    assert!(!stderr.contains("spec.ingress.tls.issuer"), "{stderr}");
+    let stderr = run(100);
+    assert!(
+        stderr.contains("spec.yaml:8:19: warning: spec.ingress.tls.issuer: the ingress certificate names 101 hosts (the base domain and every server's), but Let's Encrypt puts at most 100 in one certificate: it would never be issued"),
+        "{stderr}"
+    );
 }
 
 #[test]

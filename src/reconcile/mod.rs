@@ -46,6 +46,20 @@ pub enum Error {
     /// The API server did not answer.
     #[error("cannot reach the API server")]
     Connect(#[source] Cause),
+    /// An object's own timeout cannot be read: reconcile never guesses one.
+    #[error("component `{component}`: `{object}` has `{field}: {value}`, {problem}")]
+    Timeout {
+        /// The component.
+        component: String,
+        /// `Kind/namespace/name`.
+        object: String,
+        /// The field, e.g. `spec.timeout`.
+        field: &'static str,
+        /// Its value, as JSON.
+        value: String,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 /// A `Result` with [`Error`].
@@ -268,64 +282,84 @@ impl Outcome {
 /// HelmRelease gets its own `spec.timeout`, else 5 minutes (seed 002's operator timeout); a Job
 /// its `activeDeadlineSeconds`, else 10 minutes; operator-managed data services (CNPG, MinIO,
 /// RabbitMQ) 10 minutes; everything else 5 minutes.
-#[must_use]
-pub fn default_timeout(objects: &[Value]) -> Duration {
-    const FIVE_MINUTES: Duration = Duration::from_secs(300);
-    const TEN_MINUTES: Duration = Duration::from_secs(600);
-    objects
-        .iter()
-        .map(|object| {
-            let reference = ObjectRef::of(object);
-            match (wait::group_of(&reference.api_version), reference.kind.as_str()) {
-                ("helm.toolkit.fluxcd.io", "HelmRelease") => {
-                    object.pointer("/spec/timeout").and_then(Value::as_str).and_then(|t| parse_duration(t).ok()).unwrap_or(FIVE_MINUTES)
-                }
-                ("batch", "Job") => {
-                    object.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_u64).map_or(TEN_MINUTES, Duration::from_secs)
-                }
-                ("postgresql.cnpg.io", "Cluster") | ("minio.min.io", "Tenant") | ("rabbitmq.com", "RabbitmqCluster") => TEN_MINUTES,
-                _ => FIVE_MINUTES,
-            }
-        })
-        .max()
-        .unwrap_or(FIVE_MINUTES)
-}
-
-/// Parses a duration the kubectl way: `90s`, `5m`, `1h30m`, `250ms`, `0`.
 ///
 /// # Errors
 ///
-/// A message naming what is wrong.
+/// A `spec.timeout` that is not a duration of the spec grammar ([`crate::spec::duration::parse`],
+/// what Flux's CRD accepts) or an `activeDeadlineSeconds` that is not a positive integer:
+/// `(object, field, value, problem)`. It is never replaced by a default.
+pub fn default_timeout(objects: &[Value]) -> std::result::Result<Duration, (String, &'static str, String, String)> {
+    const FIVE_MINUTES: Duration = Duration::from_secs(300);
+    const TEN_MINUTES: Duration = Duration::from_secs(600);
+    let mut longest = FIVE_MINUTES;
+    for object in objects {
+        let reference = ObjectRef::of(object);
+        let bad = |field, value: &Value, problem: String| (reference.id(), field, value.to_string(), problem);
+        let timeout = match (wait::group_of(&reference.api_version), reference.kind.as_str()) {
+            ("helm.toolkit.fluxcd.io", "HelmRelease") => match object.pointer("/spec/timeout") {
+                None | Some(Value::Null) => FIVE_MINUTES,
+                Some(Value::String(text)) => crate::spec::duration::parse(text).map_err(|error| {
+                    let better = crate::spec::duration::suggest(text).map(|b| format!("; write `{b}`")).unwrap_or_default();
+                    bad("spec.timeout", &Value::from(text.as_str()), format!("which is not a duration: {error}{better}"))
+                })?,
+                Some(other) => return Err(bad("spec.timeout", other, "which is not a duration such as `5m`".to_owned())),
+            },
+            ("batch", "Job") => match object.pointer("/spec/activeDeadlineSeconds") {
+                None | Some(Value::Null) => TEN_MINUTES,
+                Some(value) => match value.as_u64() {
+                    Some(seconds) if seconds > 0 => Duration::from_secs(seconds),
+                    _ => return Err(bad("spec.activeDeadlineSeconds", value, "which is not a positive number of seconds".to_owned())),
+                },
+            },
+            ("postgresql.cnpg.io", "Cluster") | ("minio.min.io", "Tenant") | ("rabbitmq.com", "RabbitmqCluster") => TEN_MINUTES,
+            _ => FIVE_MINUTES,
+        };
+        longest = longest.max(timeout);
+    }
+    Ok(longest)
+}
+
+/// The timeout of every component of `rollout`: `--timeout`, else its [`default_timeout`].
+///
+/// # Errors
+///
+/// [`Error::Timeout`] for the first object whose own timeout cannot be read, even under
+/// `--timeout` (the object is broken either way: Flux's CRD refuses such a `spec.timeout`).
+pub fn component_timeouts(rollout: &Rollout, options: &Options) -> Result<Vec<Duration>> {
+    rollout
+        .plan
+        .components
+        .iter()
+        .enumerate()
+        .map(|(index, component)| {
+            let objects = rollout.objects.get(index).map_or(&[][..], Vec::as_slice);
+            let own = default_timeout(objects).map_err(|(object, field, value, problem)| Error::Timeout {
+                component: component.id.clone(),
+                object,
+                field,
+                value,
+                problem,
+            })?;
+            Ok(options.timeout.unwrap_or(own))
+        })
+        .collect()
+}
+
+/// Parses a duration given on the command line: the spec grammar
+/// ([`crate::spec::duration::parse`]: `90s`, `5m`, `1h30m`, `1.5h`, `250ms`), and `0`.
+///
+/// # Errors
+///
+/// A message naming what is wrong, and what to write instead when it can tell (`1d`: `24h`).
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     let text = text.trim();
     if text == "0" {
         return Ok(Duration::ZERO);
     }
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    if rest.is_empty() {
-        return Err("expected a duration such as `90s` or `5m`".into());
-    }
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
-        if digits == 0 {
-            return Err(format!("`{text}`: expected a number before the unit"));
-        }
-        let number: f64 = rest[..digits].parse().map_err(|_| format!("`{text}`: `{}` is not a number", &rest[..digits]))?;
-        rest = &rest[digits..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let seconds = match &rest[..unit_end] {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "" => return Err(format!("`{text}`: a unit is required (`ms`, `s`, `m` or `h`)")),
-            unit => return Err(format!("`{text}`: unknown unit `{unit}` (expected `ms`, `s`, `m` or `h`)")),
-        };
-        rest = &rest[unit_end..];
-        total += Duration::from_secs_f64(number * seconds);
-    }
-    Ok(total)
+    crate::spec::duration::parse(text).map_err(|error| {
+        let better = crate::spec::duration::suggest(text).map(|b| format!("; write `{b}`")).unwrap_or_default();
+        format!("`{text}`: {error}{better}")
+    })
 }
 
 /// Formats a duration the way [`parse_duration`] reads it (`1m30s`, `250ms`).
@@ -363,6 +397,7 @@ pub fn format_duration(duration: Duration) -> String {
 pub async fn reconcile(target: &Target, rollout: &Rollout, options: &Options, progress: &(dyn Fn(&Event) + Sync)) -> Result<Outcome> {
     let started = Instant::now();
     let graph = Graph::new(&rollout.plan)?;
+    let timeouts = component_timeouts(rollout, options)?;
     target.check().await.map_err(Error::Connect)?;
     let total = graph.len();
     let mut schedule = Schedule::new(&graph);
@@ -381,7 +416,7 @@ pub async fn reconcile(target: &Target, rollout: &Rollout, options: &Options, pr
                 |status, elapsed, detail: String| Event { step: steps[node], total, component: id.clone(), status, elapsed, detail };
             progress(&event(Status::Running, Duration::ZERO, String::new()));
             let objects = &rollout.objects[node];
-            let timeout = options.timeout.unwrap_or_else(|| default_timeout(objects));
+            let timeout = timeouts[node];
             let step = steps[node];
             let component = id.clone();
             let context = &context;
@@ -689,8 +724,10 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert!(parse_duration("5").expect_err("no unit").contains("a unit is required"));
-        assert!(parse_duration("5d").expect_err("bad unit").contains("unknown unit `d`"));
+        assert_eq!(parse_duration("5d"), Err("`5d`: unknown unit `d` (expected `ms`, `s`, `m` or `h`); write `120h`".to_owned()));
         assert!(parse_duration("").is_err());
+        // The spec grammar, as Flux's CRD has it: no leading `.`, no sign, no `µs`.
+        assert!(parse_duration(".5s").is_err() && parse_duration("-5m").is_err() && parse_duration("5µs").is_err());
         assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
         assert_eq!(format_duration(Duration::from_millis(2500)), "2.5s");
@@ -700,14 +737,52 @@ mod tests {
     #[test]
     fn default_timeouts_per_kind() {
         let release = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": {"name": "tfrs-operator"}});
-        assert_eq!(default_timeout(std::slice::from_ref(&release)), Duration::from_secs(300));
+        assert_eq!(default_timeout(std::slice::from_ref(&release)), Ok(Duration::from_secs(300)));
         let mut slow = release;
         slow["spec"] = json!({"timeout": "15m"});
-        assert_eq!(default_timeout(&[slow]), Duration::from_secs(900));
+        assert_eq!(default_timeout(&[slow]), Ok(Duration::from_secs(900)));
         let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "init"}});
         let map = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
-        assert_eq!(default_timeout(&[map.clone(), job]), Duration::from_secs(600));
-        assert_eq!(default_timeout(&[map]), Duration::from_secs(300));
+        assert_eq!(default_timeout(&[map.clone(), job]), Ok(Duration::from_secs(600)));
+        assert_eq!(default_timeout(&[map]), Ok(Duration::from_secs(300)));
+    }
+
+    #[test]
+    fn unreadable_timeouts_are_errors_not_defaults() {
+        let release = |timeout: Value| json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": {"name": "op", "namespace": "flux-system"}, "spec": {"timeout": timeout}});
+        let (object, field, value, problem) = default_timeout(&[release(json!("1d"))]).expect_err("days are not a Go duration");
+        assert_eq!((object.as_str(), field, value.as_str()), ("HelmRelease/flux-system/op", "spec.timeout", "\"1d\""));
+        assert_eq!(problem, "which is not a duration: unknown unit `d` (expected `ms`, `s`, `m` or `h`); write `24h`");
+        assert!(default_timeout(&[release(json!("5 minutes"))]).is_err());
+        assert!(default_timeout(&[release(json!("0"))]).is_err(), "Flux refuses a bare 0");
+        assert!(default_timeout(&[release(json!(300))]).is_err());
+        assert_eq!(default_timeout(&[release(json!("1.5h"))]), Ok(Duration::from_secs(5400)));
+        let job = |deadline: Value| json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "init", "namespace": "ns"}, "spec": {"activeDeadlineSeconds": deadline}});
+        assert_eq!(default_timeout(&[job(json!(900))]), Ok(Duration::from_secs(900)));
+        assert!(default_timeout(&[job(json!("900"))]).is_err());
+        assert!(default_timeout(&[job(json!(0))]).is_err());
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_timeout_stops_reconcile_before_any_request() {
+        let plan = plan::Plan::parse(
+            br#"{"cluster": "c", "components": [{"id": "cluster/tfrs-operator", "objects": [
+                {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "namespace": "flux-system", "name": "op", "file": "op.yaml"}]}]}"#,
+        )
+        .expect("plan");
+        let release = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": {"name": "op", "namespace": "flux-system"}, "spec": {"timeout": "1d"}});
+        let rollout = Rollout { plan, objects: vec![vec![release]] };
+        // NB: nothing listens on port 9 of 127.0.0.1: a request would be a connection error.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
+        let target = Target::new(kube::Client::try_from(config).expect("client"));
+        let error = reconcile(&target, &rollout, &Options::default(), &|_| {}).await.expect_err("a bad timeout");
+        assert_eq!(
+            error.to_string(),
+            "component `cluster/tfrs-operator`: `HelmRelease/flux-system/op` has `spec.timeout: \"1d\"`, which is not a duration: unknown unit `d` (expected `ms`, `s`, `m` or `h`); write `24h`"
+        );
+        // `--timeout` does not hide it: Flux's CRD refuses the object anyway.
+        let options = Options { timeout: Some(Duration::from_secs(60)), ..Options::default() };
+        assert!(matches!(component_timeouts(&rollout, &options), Err(Error::Timeout { .. })));
     }
 
     #[test]

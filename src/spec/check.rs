@@ -2,12 +2,14 @@
 //! personal tenants, shared middleware, secret sources, ConfzData TOML.
 
 use super::diagnostic::{Diagnostic, FileTable, did_you_mean};
+use super::duration;
 use super::load::{Object, Spec};
 use super::model::{ClusterSpec, GitopsEngine, IngressType, Issuer, SealingBackend, SecretSource, ServerSpec, TenantSpec, TenantType};
 use super::schema::Kind;
 use super::schema::is_dns_label;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::time::Duration;
 
 /// Namespaces that the platform itself uses or that Kubernetes reserves.
 const RESERVED_NAMESPACES: &[&str] = &[
@@ -58,6 +60,7 @@ pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn 
         check_tenant(tenant, known_clusters, out);
     }
     check_namespaces(spec, &clusters, files, out);
+    prerequisites(spec, &clusters, &tenants, out);
     let mut hosts: BTreeMap<String, String> = BTreeMap::new();
     for server in &spec.servers {
         check_server(server, &tenants, known_tenants, &clusters, &mut hosts, files, out);
@@ -129,6 +132,24 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
             "spec.ingress.tls.email",
             "required when `issuer` is `letsencrypt` (the ACME account e-mail)",
         ));
+    }
+    let ports = &spec.ingress.node_ports;
+    if spec.ingress.kind == IngressType::Nodeport && ports.http == ports.https {
+        out.push(Diagnostic::error(
+            cluster.locate("spec.ingress.nodePorts.https"),
+            "spec.ingress.nodePorts.https",
+            format!("the same node port as `http` ({}): a Service cannot expose one node port twice", ports.http),
+        ));
+    }
+    if duration::parse(&spec.tfrs_operator.timeout) == Ok(Duration::ZERO) {
+        out.push(
+            Diagnostic::error(
+                cluster.locate("spec.tfrsOperator.timeout"),
+                "spec.tfrsOperator.timeout",
+                "a zero timeout leaves Helm no time to wait for the release: every install and upgrade would time out",
+            )
+            .with_help("leave it out for `5m`, or give the time the release needs, e.g. `10m`"),
+        );
     }
     if !spec.ingress.tke_clb_id.is_empty() && spec.ingress.kind != IngressType::TkeClb {
         out.push(Diagnostic::error(
@@ -408,6 +429,16 @@ fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeSet<String>, out: &
             ));
         }
     }
+    if duration::parse_prometheus(&spec.prometheus.retention) == Ok(Duration::ZERO) {
+        out.push(
+            Diagnostic::warning(
+                tenant.locate("spec.prometheus.retention"),
+                "spec.prometheus.retention",
+                "Prometheus reads a zero retention as not set and keeps its default, 15d",
+            )
+            .with_help("write the retention you want, e.g. `15d`"),
+        );
+    }
     if spec.front.enabled && spec.front.image.is_empty() {
         out.push(Diagnostic::error(tenant.locate("spec.front"), "spec.front.image", "required when `front.enabled` is true"));
     }
@@ -415,6 +446,180 @@ fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeSet<String>, out: &
         out.push(Diagnostic::error(tenant.locate("spec.utils"), "spec.utils.image", "required when `utils.enabled` is true"));
     }
     secret_warnings(tenant, &tenant_secrets(spec), out);
+}
+
+/// StorageClasses that, as their platforms install them, provision ReadWriteOnce volumes only,
+/// with what they are.
+const READ_WRITE_ONCE_CLASSES: &[(&str, &str)] = &[
+    ("standard", "persistent disk on GKE, local-path on kind"),
+    ("gp2", "Amazon EBS"),
+    ("gp3", "Amazon EBS"),
+    ("ebs-sc", "Amazon EBS"),
+    ("managed", "Azure Disk"),
+    ("managed-csi", "Azure Disk"),
+    ("managed-premium", "Azure Disk"),
+    ("managed-csi-premium", "Azure Disk"),
+    ("cbs", "Tencent Cloud block storage"),
+    ("do-block-storage", "DigitalOcean block storage"),
+    ("local-path", "node-local volumes of local-path-provisioner, k3s's default"),
+    ("openebs-hostpath", "node-local volumes of OpenEBS"),
+    ("rook-ceph-block", "Ceph RBD block volumes"),
+];
+
+/// Where the shared cache's StorageClass can come from.
+const READ_WRITE_MANY_HELP: &str = "use a ReadWriteMany class (NFS, CephFS, Amazon EFS, Azure Files, Filestore, Tencent CFS): with a ReadWriteOnce one the claim is never provisioned and the robots' pods stay Pending (docs/prerequisites.md)";
+
+/// Suffixes under which Let's Encrypt issues no certificate, with why.
+const NON_PUBLIC_SUFFIXES: &[(&str, &str)] = &[
+    ("localhost", "is not a public domain"),
+    ("local", "is multicast DNS, not a public domain"),
+    ("test", "is reserved for testing"),
+    ("example", "is reserved for examples"),
+    ("invalid", "is reserved as invalid"),
+    ("internal", "is reserved for private networks"),
+    ("home.arpa", "is reserved for home networks"),
+    ("lan", "is not a public domain"),
+    ("localdomain", "is not a public domain"),
+    ("intranet", "is not a public domain"),
+    ("corp", "is not a public domain"),
+    ("home", "is not a public domain"),
+    ("example.com", "is reserved for examples"),
+    ("example.net", "is reserved for examples"),
+    ("example.org", "is reserved for examples"),
+];
+
+/// The most names Let's Encrypt puts in one certificate.
+const LETSENCRYPT_MAX_NAMES: usize = 100;
+
+/// Why Let's Encrypt cannot issue for `host`: `` `.local` is multicast DNS, not a public domain``.
+fn non_public(host: &str) -> Option<String> {
+    NON_PUBLIC_SUFFIXES
+        .iter()
+        .find(|(suffix, _)| host == *suffix || host.strip_suffix(suffix).is_some_and(|rest| rest.ends_with('.')))
+        .map(|(suffix, why)| format!("`.{suffix}` {why}"))
+}
+
+/// Warnings where a spec contradicts what the rendered tree needs from the cluster
+/// (docs/prerequisites.md): a ReadWriteMany class for the shared cache, and hosts Let's Encrypt
+/// can reach and issue for.
+fn prerequisites(
+    spec: &Spec,
+    clusters: &BTreeMap<&str, &Object<ClusterSpec>>,
+    tenants: &BTreeMap<&str, &Object<TenantSpec>>,
+    out: &mut Vec<Diagnostic>,
+) {
+    for tenant in &spec.tenants {
+        let cache = &tenant.spec.shared_cache;
+        if !cache.enabled {
+            continue;
+        }
+        let field = "spec.sharedCache.storageClass";
+        let ingress = clusters.get(tenant.spec.cluster.as_str()).map(|c| c.spec.ingress.kind);
+        if cache.storage_class.is_empty() {
+            // NB: Docker Desktop's default class, `hostpath`, serves ReadWriteMany on its one node.
+            if ingress.is_some_and(|kind| kind != IngressType::DockerDesktop) {
+                out.push(
+                    Diagnostic::warning(
+                        tenant.locate(field),
+                        field,
+                        "not set: the shared cache, mounted by the workers of every server, gets the cluster's default StorageClass, which is usually ReadWriteOnce only (cloud block storage, local-path)",
+                    )
+                    .with_help(READ_WRITE_MANY_HELP),
+                );
+            }
+            continue;
+        }
+        let class = cache.storage_class.as_str();
+        let known = READ_WRITE_ONCE_CLASSES.iter().find(|(name, _)| *name == class).map(|(_, what)| *what);
+        let what = known.or_else(|| class.ends_with("-rwo").then_some("as its name says"));
+        if let Some(what) = what {
+            out.push(
+                Diagnostic::warning(
+                    tenant.locate(field),
+                    field,
+                    format!(
+                        "StorageClass `{class}` provisions ReadWriteOnce volumes only ({what}), but the shared cache is mounted ReadWriteMany by the workers of every server"
+                    ),
+                )
+                .with_help(READ_WRITE_MANY_HELP),
+            );
+        }
+    }
+    // The ingress certificate of each cluster names the base domain and every server's host.
+    let mut names: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for server in &spec.servers {
+        let Some(tenant) = tenants.get(server.spec.tenant.as_str()) else { continue };
+        let Some(cluster) = clusters.get(tenant.spec.cluster.as_str()) else { continue };
+        let ingress = &cluster.spec.ingress;
+        let host = if server.spec.host.is_empty() {
+            format!("{}.{}.{}", server.name(), tenant.name(), ingress.domain)
+        } else {
+            server.spec.host.clone()
+        };
+        if ingress.tls.issuer == Issuer::Letsencrypt
+            && ingress.kind != IngressType::DockerDesktop
+            && !server.spec.host.is_empty()
+            && non_public(&ingress.domain).is_none()
+            && let Some(why) = non_public(&server.spec.host)
+        {
+            out.push(
+                Diagnostic::warning(
+                    server.locate("spec.host"),
+                    "spec.host",
+                    format!(
+                        "Let's Encrypt issues no certificate for `{host}` ({why}), and cluster `{}` has one ingress certificate for every host: none of them would get it",
+                        cluster.name()
+                    ),
+                )
+                .with_help("use a host under a public domain, or `tls.issuer: selfsigned` on the cluster"),
+            );
+        }
+        names.entry(cluster.name()).or_default().insert(host);
+    }
+    for cluster in &spec.clusters {
+        let ingress = &cluster.spec.ingress;
+        if ingress.tls.issuer != Issuer::Letsencrypt {
+            continue;
+        }
+        let field = "spec.ingress.tls.issuer";
+        if ingress.kind == IngressType::DockerDesktop {
+            out.push(
+                Diagnostic::warning(
+                    cluster.locate(field),
+                    field,
+                    "Let's Encrypt cannot reach a Docker Desktop cluster: its HTTP-01 challenge fetches every host from the internet on port 80",
+                )
+                .with_help("use `issuer: selfsigned`, as the `docker-desktop` overlay does"),
+            );
+        } else if let Some(why) = non_public(&ingress.domain) {
+            out.push(
+                Diagnostic::warning(
+                    cluster.locate(field),
+                    field,
+                    format!(
+                        "Let's Encrypt issues no certificate for `{}` ({why}), so the ingress certificate would never be issued",
+                        ingress.domain
+                    ),
+                )
+                .with_help("use `issuer: selfsigned` for a private domain, or a public domain that reaches the ingress gateway on port 80"),
+            );
+        }
+        let mut hosts = names.remove(cluster.name()).unwrap_or_default();
+        hosts.insert(ingress.domain.clone());
+        if hosts.len() > LETSENCRYPT_MAX_NAMES {
+            out.push(
+                Diagnostic::warning(
+                    cluster.locate(field),
+                    field,
+                    format!(
+                        "the ingress certificate names {} hosts (the base domain and every server's), but Let's Encrypt puts at most {LETSENCRYPT_MAX_NAMES} in one certificate: it would never be issued",
+                        hosts.len()
+                    ),
+                )
+                .with_help("split the servers over more clusters, or use `issuer: selfsigned`"),
+            );
+        }
+    }
 }
 
 /// An error for a reference to an object that does not exist, with the known names.

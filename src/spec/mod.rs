@@ -3,6 +3,7 @@ pub mod bundle;
 pub mod check;
 pub mod crd;
 pub mod diagnostic;
+pub mod duration;
 pub mod explain;
 pub mod load;
 pub mod model;

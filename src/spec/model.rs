@@ -557,7 +557,9 @@ pub struct TfrsOperator {
     #[serde(default = "default_operator_namespace")]
     #[schemars(extend("x-tfrs-check" = "dns-label"))]
     pub namespace: String,
-    /// Helm timeout, e.g. `5m`.
+    /// Flux: the HelmRelease's and the component Kustomization's `timeout` (Argo CD has no
+    /// such field), and `tfrs reconcile`'s wait for the release. A Go duration as Flux accepts
+    /// it: `5m`, `1h30m`, `1.5h`, units `ms`, `s`, `m`, `h` (no `d`: a day is `24h`).
     #[serde(default = "default_operator_timeout")]
     #[schemars(extend("x-tfrs-check" = "duration"))]
     pub timeout: String,
@@ -947,9 +949,10 @@ pub struct Prometheus {
     /// Whether it is rendered.
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// TSDB retention, e.g. `15d`.
+    /// TSDB retention (`--storage.tsdb.retention.time`), in Prometheus's grammar: `15d`,
+    /// `1w3d`, `12h`; units `y`, `w`, `d`, `h`, `m`, `s`, `ms`, largest first.
     #[serde(default = "default_retention")]
-    #[schemars(extend("x-tfrs-check" = "duration"))]
+    #[schemars(extend("x-tfrs-check" = "prometheus-duration"))]
     pub retention: String,
 }
 

@@ -5,6 +5,7 @@
 //! implements those checks and [`export`] turns them into plain `pattern`s for editors and CRDs.
 
 use super::diagnostic::{Diagnostic, did_you_mean};
+use super::duration;
 use super::model::{ClusterDocument, ServerDocument, TenantDocument};
 use super::yaml::{Node, Value};
 use serde_json::{Map, Value as Json};
@@ -53,12 +54,18 @@ impl Kind {
     }
 }
 
-/// What a format check accepts, as a regular expression (for exported schemas) and in words.
+/// What a format check accepts, as a regular expression (for exported schemas) and in words,
+/// and, for some, what to write instead of a value it refuses.
 struct Format {
     name: &'static str,
     pattern: &'static str,
     expected: &'static str,
     test: fn(&str) -> bool,
+    help: fn(&str) -> Option<String>,
+}
+
+fn no_help(_: &str) -> Option<String> {
+    None
 }
 
 const FORMATS: &[Format] = &[
@@ -67,72 +74,91 @@ const FORMATS: &[Format] = &[
         pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
         expected: "a DNS-1123 label (lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 63 characters)",
         test: is_dns_label,
+        help: no_help,
     },
     Format {
         name: "dns-subdomain",
         pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
         expected: "a DNS-1123 subdomain (DNS labels joined by `.`, at most 253 characters)",
         test: is_dns_subdomain,
+        help: no_help,
     },
     Format {
         name: "hostname",
         pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$",
         expected: "a DNS name such as `tfrs.example.com`",
         test: |s| s.is_empty() || is_dns_subdomain(s),
+        help: no_help,
     },
     Format {
         name: "quantity",
         pattern: "^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$",
         expected: "a Kubernetes quantity such as `10Gi`, `512Mi` or `500m`",
         test: is_quantity,
+        help: no_help,
     },
     Format {
         name: "duration",
-        pattern: "^([0-9]+(ms|s|m|h|d|w|y))+$",
-        expected: "a duration such as `90s`, `5m`, `1h30m` or `15d`",
-        test: is_duration,
+        pattern: duration::GO_PATTERN,
+        expected: "a Go duration such as `90s`, `5m`, `1h30m` or `1.5h` (numbers with the units `ms`, `s`, `m` or `h`)",
+        test: |s| duration::parse(s).is_ok(),
+        help: duration::help,
+    },
+    Format {
+        name: "prometheus-duration",
+        pattern: duration::PROMETHEUS_PATTERN,
+        expected: "a Prometheus duration such as `15d`, `1w3d` or `12h` (whole numbers with the units `y`, `w`, `d`, `h`, `m`, `s`, `ms`, largest first, each at most once)",
+        test: |s| duration::parse_prometheus(s).is_ok(),
+        help: duration::help_prometheus,
     },
     Format {
         name: "env-name",
         pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
         expected: "an environment variable name (letters, digits and `_`, not starting with a digit)",
         test: is_env_name,
+        help: no_help,
     },
     Format {
         name: "relative-path",
         pattern: "^[^/].*$",
         expected: "a path relative to the spec file's directory",
         test: |s| !s.is_empty() && !s.starts_with('/'),
+        help: no_help,
     },
     Format {
         name: "absolute-path",
         pattern: "^/.*$",
         expected: "an absolute path such as `/data/shared-cache`",
         test: |s| s.starts_with('/') && !s.contains(char::is_whitespace),
+        help: no_help,
     },
     Format {
         name: "image",
         pattern: "^[a-z0-9][^\\s]*$",
         expected: "an image reference such as `ghcr.io/org/name:tag` (lowercase, no spaces)",
         test: is_image,
+        help: no_help,
     },
     Format {
         name: "image-tag",
         pattern: "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$",
         expected: "an image tag (letters, digits, `_`, `.` and `-`, at most 128 characters)",
         test: is_image_tag,
+        help: no_help,
     },
     Format {
         name: "version",
         pattern: "^v?[0-9]+(\\.[0-9]+)*([-+][0-9A-Za-z.-]+)?$",
         expected: "a version such as `1.24.2` or `v1.16.2`",
         test: is_version,
+        help: no_help,
     },
     Format {
         name: "date",
         pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
         expected: "a date written `YYYY-MM-DD`",
         test: |s| s.is_empty() || is_date(s),
+        help: no_help,
     },
 ];
 
@@ -156,26 +182,6 @@ fn is_quantity(s: &str) -> bool {
     let number = SUFFIXES.iter().find_map(|suffix| s.strip_suffix(suffix)).unwrap_or(s);
     let (int, frac) = number.split_once('.').unwrap_or((number, "0"));
     !int.is_empty() && !frac.is_empty() && int.bytes().all(|b| b.is_ascii_digit()) && frac.bytes().all(|b| b.is_ascii_digit())
-}
-
-fn is_duration(s: &str) -> bool {
-    let mut rest = s;
-    if rest.is_empty() {
-        return false;
-    }
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return false;
-        }
-        rest = &rest[digits..];
-        let unit = ["ms", "s", "m", "h", "d", "w", "y"].into_iter().find(|u| rest.starts_with(u));
-        match unit {
-            Some(unit) => rest = &rest[unit.len()..],
-            None => return false,
-        }
-    }
-    true
 }
 
 fn is_env_name(s: &str) -> bool {
@@ -241,6 +247,12 @@ pub fn check_format(format: &str, value: &str) -> Result<(), &'static str> {
     }
 }
 
+/// What to write instead of `value`, which the named format refuses, when it can be told.
+#[must_use]
+pub fn format_help(format: &str, value: &str) -> Option<String> {
+    FORMATS.iter().find(|f| f.name == format).and_then(|f| (f.help)(value))
+}
+
 /// Options of one validation pass.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ValidateOptions {
@@ -282,7 +294,11 @@ impl Validator<'_> {
             && let Value::Str(text) = &node.value
             && let Err(expected) = check_format(format, text)
         {
-            self.out.push(Diagnostic::error(node.origin, path, format!("expected {expected}, found {}", node.describe())));
+            let mut diagnostic = Diagnostic::error(node.origin, path, format!("expected {expected}, found {}", node.describe()));
+            if let Some(help) = format_help(format, text) {
+                diagnostic = diagnostic.with_help(help);
+            }
+            self.out.push(diagnostic);
         }
     }
 
@@ -540,6 +556,10 @@ fn replace_checks(schema: &mut Json) {
                 if let Some(format) = FORMATS.iter().find(|f| f.name == name) {
                     object.insert("pattern".into(), Json::from(format.pattern));
                 }
+                // NB: the empty string matches the Prometheus pattern (every unit is optional).
+                if name == "prometheus-duration" {
+                    object.insert("minLength".into(), Json::from(1));
+                }
                 // NB: Kubernetes quantities may be written as numbers (`cpu: 1`).
                 if name == "quantity" {
                     let nullable = object.get("type").and_then(Json::as_array).is_some_and(|t| t.iter().any(|t| t == "null"));
@@ -570,7 +590,19 @@ mod tests {
         assert!(check_format("quantity", "500m").is_ok());
         assert!(check_format("quantity", "10GB").is_err());
         assert!(check_format("duration", "1h30m").is_ok());
+        assert!(check_format("duration", "1.5h").is_ok());
         assert!(check_format("duration", "15 days").is_err());
+        assert!(check_format("duration", "1d").is_err(), "Go durations have no days");
+        assert!(check_format("duration", "0").is_err(), "Flux's pattern refuses a bare 0");
+        assert!(check_format("prometheus-duration", "15d").is_ok());
+        assert!(check_format("prometheus-duration", "1w3d").is_ok());
+        assert!(check_format("prometheus-duration", "1.5d").is_err(), "Prometheus reads whole numbers");
+        assert!(check_format("prometheus-duration", "30m1h").is_err(), "Prometheus wants the largest unit first");
+        assert_eq!(
+            format_help("duration", "1d").as_deref(),
+            Some("Flux and Helm read Go durations, which have no days, weeks or years: write `24h`")
+        );
+        assert_eq!(format_help("prometheus-duration", "15 days").as_deref(), Some("write `15d`"));
         assert!(check_format("env-name", "OPENAI_API_KEY").is_ok());
         assert!(check_format("env-name", "1BAD").is_err());
         assert!(check_format("version", "v1.16.2").is_ok());
@@ -580,6 +612,57 @@ mod tests {
         assert!(check_format("date", "2027-13-19").is_err());
         assert!(check_format("date", "2099-02-30").is_err());
         assert!(check_format("date", "2028-02-29").is_ok() && check_format("date", "2027-02-29").is_err());
+    }
+
+    #[test]
+    fn a_refused_duration_says_what_to_write() {
+        let mut nodes = super::super::yaml::parse(0, "spec:\n  tfrsOperator:\n    timeout: 1d\n").expect("yaml");
+        let mut out = Vec::new();
+        validate(&mut nodes[0], &Kind::Cluster.raw_schema(), "", ValidateOptions { partial: true }, &mut out);
+        assert_eq!(out.len(), 1, "{out:#?}");
+        assert_eq!(out[0].path, "spec.tfrsOperator.timeout");
+        assert!(out[0].message.starts_with("expected a Go duration such as `90s`"), "{}", out[0].message);
+        assert!(out[0].help.as_deref().is_some_and(|h| h.ends_with("write `24h`")), "{:?}", out[0].help);
+    }
+
+    /// The schema's durations: the timeout takes Flux's pattern, the retention Prometheus's
+    /// (which needs `minLength`, as its every unit is optional).
+    #[test]
+    fn exported_durations_carry_their_consumers_patterns() {
+        let cluster = export(Kind::Cluster);
+        let operator = &cluster["$defs"]["TfrsOperator"]["properties"]["timeout"];
+        assert_eq!(operator["pattern"], Json::from(duration::GO_PATTERN), "{operator}");
+        let tenant = export(Kind::Tenant);
+        let retention = &tenant["$defs"]["Prometheus"]["properties"]["retention"];
+        assert_eq!(retention["pattern"], Json::from(duration::PROMETHEUS_PATTERN), "{retention}");
+        assert_eq!(retention["minLength"], Json::from(1), "{retention}");
+    }
+
+    /// Every duration `pattern` of the pinned Flux HelmRelease and Kustomization CRDs (where a
+    /// timeout lands) is the spec's: what validates is what Flux accepts. Needs the pinned
+    /// upstream copies beside the checkout; skipped without them, except under `CI=true`.
+    #[test]
+    fn flux_crds_accept_exactly_the_spec_grammar() {
+        let upstream = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/upstream");
+        let mut checked = 0;
+        for controller in ["flux-helm-controller", "flux-kustomize-controller"] {
+            let Ok(versions) = std::fs::read_dir(upstream.join(controller)) else { continue };
+            for version in versions.flatten() {
+                for file in std::fs::read_dir(version.path().join("crds")).into_iter().flatten().flatten() {
+                    let text = std::fs::read_to_string(file.path()).unwrap_or_default();
+                    for line in text.lines().filter_map(|l| l.trim().strip_prefix("pattern: ")) {
+                        if line.contains("(ms|s|m|h)") {
+                            assert_eq!(line, duration::GO_PATTERN, "{}", file.path().display());
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        if checked == 0 {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "the pinned Flux CRDs are required under CI=true");
+            eprintln!("skipping: the pinned Flux CRDs (needs ../shared/upstream beside the checkout)");
+        }
     }
 
     #[test]
