@@ -61,6 +61,7 @@ pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn 
     }
     check_namespaces(spec, &clusters, files, out);
     prerequisites(spec, &clusters, &tenants, out);
+    timescaledb(spec, &clusters, out);
     let mut hosts: BTreeMap<String, String> = BTreeMap::new();
     for server in &spec.servers {
         check_server(server, &tenants, known_tenants, &clusters, &mut hosts, files, out);
@@ -119,6 +120,23 @@ fn is_identity(path: &str) -> bool {
 }
 
 fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
+    // The RabbitMQ operators come from upstream's release manifests: a cluster-operator tag.
+    let rabbitmq = &cluster.spec.operators.rabbitmq;
+    if rabbitmq.enabled && !rabbitmq.version.starts_with("v2.") {
+        let path = "spec.operators.rabbitmq.version";
+        out.push(
+            Diagnostic::error(
+                cluster.locate(path),
+                path,
+                format!(
+                    "expected a rabbitmq/cluster-operator release tag such as `{}`, found `{}`",
+                    crate::catalog::version("rabbitmq-cluster-operator"),
+                    rabbitmq.version
+                ),
+            )
+            .with_help("the operators are installed from upstream's release manifests; a Bitnami chart version (4.x) no longer applies: Bitnami's operator images are gone. Leave `version` out for the pinned release"),
+        );
+    }
     let spec = &cluster.spec;
     if spec.ingress.domain.is_empty() {
         out.push(
@@ -502,6 +520,72 @@ fn non_public(host: &str) -> Option<String> {
 /// Warnings where a spec contradicts what the rendered tree needs from the cluster
 /// (docs/prerequisites.md): a ReadWriteMany class for the shared cache, and hosts Let's Encrypt
 /// can reach and issue for.
+/// The CloudNativePG chart whose operator (1.27) first has image-volume extensions
+/// (`Cluster.spec.postgresql.extensions`), which TimescaleDB needs.
+const CNPG_CHART_WITH_EXTENSIONS: (u64, u64, u64) = (0, 26, 0);
+
+/// `MAJOR.MINOR.PATCH` (a leading `v` and a pre-release are ignored).
+fn semver(version: &str) -> Option<(u64, u64, u64)> {
+    let core = version.trim_start_matches('v').split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    Some((parts.next()??, parts.next()??, parts.next().flatten().unwrap_or(0)))
+}
+
+/// TimescaleDB mounts its extension as an image volume: it needs a CloudNativePG operator that
+/// has `postgresql.extensions` (1.27+) and a Kubernetes that mounts image volumes (1.35, or
+/// 1.33/1.34 with the `ImageVolume` feature gate). Without them the field is pruned or the pod
+/// never starts, and `shared_preload_libraries = timescaledb` crash-loops.
+fn timescaledb(spec: &Spec, clusters: &BTreeMap<&str, &Object<ClusterSpec>>, out: &mut Vec<Diagnostic>) {
+    for tenant in spec.tenants.iter().filter(|t| t.spec.timescaledb.enabled) {
+        let Some(cluster) = clusters.get(tenant.spec.cluster.as_str()) else { continue };
+        let field = "spec.timescaledb.enabled";
+        let cnpg = &cluster.spec.operators.cnpg;
+        if cnpg.enabled && semver(&cnpg.version).is_some_and(|v| v < CNPG_CHART_WITH_EXTENSIONS) {
+            let path = "spec.operators.cnpg.version";
+            out.push(
+                Diagnostic::error(
+                    cluster.locate(path),
+                    path,
+                    format!(
+                        "chart {} runs a CloudNativePG operator without image-volume extensions (`Cluster.spec.postgresql.extensions`, operator 1.27, chart 0.26), which TimescaleDB of tenant `{}` needs",
+                        cnpg.version,
+                        tenant.name()
+                    ),
+                )
+                .with_help("leave `version` out for the pinned chart (`tfrs version --components`), or pin 0.26.0 or later"),
+            );
+        }
+        let kubernetes = &cluster.spec.kubernetes;
+        let gate = kubernetes.feature_gates.iter().any(|g| g == "ImageVolume");
+        match kubernetes.minor() {
+            None => out.push(
+                Diagnostic::warning(
+                    tenant.locate(field),
+                    field,
+                    format!(
+                        "TimescaleDB mounts its extension as an image volume: it needs Kubernetes 1.35, or 1.33/1.34 with the `ImageVolume` feature gate, and cluster `{}` does not say what it runs",
+                        cluster.name()
+                    ),
+                )
+                .with_help("set `spec.kubernetes.version` (and `featureGates: [ImageVolume]` on 1.33/1.34) of the TFRCluster to have this checked"),
+            ),
+            Some(minor) if minor < 33 || (minor < 35 && !gate) => out.push(
+                Diagnostic::error(
+                    tenant.locate(field),
+                    field,
+                    format!(
+                        "TimescaleDB mounts its extension as an image volume, which Kubernetes {} cannot{}: it needs 1.35, or 1.33/1.34 with the `ImageVolume` feature gate",
+                        kubernetes.version,
+                        if minor < 33 { "" } else { " without the `ImageVolume` feature gate" }
+                    ),
+                )
+                .with_help(format!("cluster `{}`: `spec.kubernetes`", cluster.name())),
+            ),
+            Some(_) => {}
+        }
+    }
+}
+
 fn prerequisites(
     spec: &Spec,
     clusters: &BTreeMap<&str, &Object<ClusterSpec>>,

@@ -167,7 +167,7 @@ pub struct VersionedComponent {
     /// Whether it is rendered.
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// Chart version; left out or empty, the version the catalog pins
+    /// Chart version; left out, the version the catalog pins
     /// (`tfrs version --components`).
     #[serde(default)]
     #[schemars(extend("x-tfrs-check" = "version"))]
@@ -256,6 +256,31 @@ pub struct ClusterSpec {
     /// Billing (seed 004 "Phase B").
     #[serde(default)]
     pub billing: Billing,
+    /// What the cluster runs, where a component depends on it (TimescaleDB's image volumes).
+    #[serde(default)]
+    pub kubernetes: Kubernetes,
+}
+
+/// The cluster's Kubernetes, as far as the render depends on it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Kubernetes {
+    /// The control plane's minor version, e.g. `1.34`; `""` = not stated (what needs a
+    /// version is then a warning, not a check).
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^$|^1\.[0-9]{1,2}$"))]
+    pub version: String,
+    /// Feature gates switched on beyond the version's defaults, e.g. `ImageVolume`.
+    #[serde(default)]
+    pub feature_gates: Vec<String>,
+}
+
+impl Kubernetes {
+    /// The minor version, when stated.
+    #[must_use]
+    pub fn minor(&self) -> Option<u32> {
+        self.version.strip_prefix("1.")?.parse().ok()
+    }
 }
 
 impl Default for ClusterSpec {
@@ -271,11 +296,12 @@ impl Default for ClusterSpec {
             tfrs_operator: TfrsOperator::default(),
             sealing: Sealing::default(),
             billing: Billing::default(),
+            kubernetes: Kubernetes::default(),
         }
     }
 }
 
-/// A [`VersionedComponent`] whose version, left out or empty, is catalog row `name`'s: defaults
+/// A [`VersionedComponent`] whose version, left out, is catalog row `name`'s: defaults
 /// hold field by field, so `{ enabled: true }` still pins the chart.
 fn pinned<'de, D: serde::Deserializer<'de>>(deserializer: D, name: &str) -> Result<VersionedComponent, D::Error> {
     let mut component = VersionedComponent::deserialize(deserializer)?;
