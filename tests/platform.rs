@@ -274,7 +274,7 @@ fn argo_cd_waits_for_healthy_children_retries_for_ever_and_ignores_injected_fiel
         let policy = &application["spec"]["syncPolicy"];
         assert!(policy["retry"]["limit"].as_i64().unwrap() < 0, "{file}: retries give up");
         assert!(policy["retry"]["backoff"]["maxDuration"].is_string(), "{file}");
-        if application.pointer("/spec/source/helm").is_some() {
+        if application.pointer("/spec/source/helm").is_some() || application.pointer("/spec/source/kustomize").is_some() {
             let ignored = application["spec"]["ignoreDifferences"].to_string();
             assert!(ignored.contains("caBundle") && ignored.contains("failurePolicy"), "{file}: {ignored}");
             assert!(policy["syncOptions"].to_string().contains("RespectIgnoreDifferences=true"), "{file}");

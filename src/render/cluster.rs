@@ -1,4 +1,4 @@
-//! The cluster-level components (seed 000's TFRCluster table and graph, DESIGN §4).
+//! The cluster-level components: what a TFRCluster installs, and what each waits for.
 
 use super::check::Scope;
 use super::graph::{Graph, Member};
@@ -23,7 +23,7 @@ pub const ARGOCD_PROJECT: &str = "default";
 pub const BILLING_NAMESPACE: &str = "external-secrets";
 /// The ClusterSecretStore billing tokens are read through.
 pub const BILLING_STORE: &str = "tfrs-otlp-infisical";
-/// The Secret holding the read-only machine identity (seed 004 5.6).
+/// The Secret holding the read-only machine identity External Secrets signs in to Infisical with.
 pub const BILLING_AUTH_SECRET: &str = "tfrs-otlp-infisical-auth-source";
 /// The Secret each tenant namespace's collector reads the token from.
 pub const BILLING_TOKEN_SECRET: &str = "tfrs-otlp-token";
@@ -31,7 +31,7 @@ pub const BILLING_TOKEN_SECRET: &str = "tfrs-otlp-token";
 /// The cluster Gateway (in `istio-ingress`) that every route binds to.
 pub const GATEWAY: &str = "tfrs-gateway";
 
-/// A cluster component: its name, what it waits for (seed 000's graph plus DESIGN §4), and
+/// A cluster component: its name, what it waits for (the edges `docs/components.md` explains), and
 /// whether the spec turns it on. Listed dependencies-first; the graph refuses anything else.
 struct Definition {
     name: &'static str,
@@ -136,7 +136,7 @@ const DEFINITIONS: &[Definition] = &[
         namespaces: |s| vec![s.image_registry.tenant_credentials_namespace.clone()],
         cluster_kinds: &[],
     },
-    // Billing (seed 004 Phase B): the External Secrets Operator, then the store it reads from.
+    // Billing: the External Secrets Operator, then the store it reads from.
     Definition {
         name: "external-secrets",
         after: &[],
@@ -341,6 +341,19 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> (Json, Json) {
             "automated": {"prune": true, "selfHeal": true},
             "retry": {"limit": -1, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}},
         },
+        // Argo CD: fields controllers legitimately rewrite after a chart or an upstream base is
+        // applied: CA bundles injected into webhooks and CRD conversion webhooks
+        // (cert-manager's cainjector, istiod, ESO), and the failure policy istiod switches on
+        // its validating webhook once it is ready. Without these, self-heal and the
+        // controllers would undo each other for ever.
+        "argocd_ignore_injected": [
+            {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
+             "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle", ".webhooks[]?.failurePolicy"]},
+            {"group": "admissionregistration.k8s.io", "kind": "MutatingWebhookConfiguration",
+             "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+            {"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition",
+             "jqPathExpressions": [".spec.conversion.webhook.clientConfig.caBundle"]},
+        ],
         "cluster": {"name": cluster.name(), "spec": cluster_json},
         "issuer_name": match cluster_spec.ingress.tls.issuer { Issuer::Letsencrypt => "letsencrypt", Issuer::Selfsigned => "tfrs-ca" },
         "gateway_name": GATEWAY,
@@ -405,8 +418,8 @@ fn pull_secret(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> Opti
     })
 }
 
-/// The sealed Secret of the billing identity: `clientId`, `clientSecret`, `expiresAt` (seed 004
-/// 5.6), read by the ClusterSecretStore.
+/// The sealed Secret of the billing identity (a read-only Infisical machine identity):
+/// `clientId`, `clientSecret`, `expiresAt`, read by the ClusterSecretStore.
 fn billing_secret(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> Option<PlainSecret> {
     let infisical = &cluster.spec.billing.infisical;
     let base = format!("cluster/{}/billing/infisical", cluster.name());
@@ -432,12 +445,12 @@ fn billing_secret(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> O
     })
 }
 
-/// The tfrs-operator chart settings (seed 002), with the render-time environment overrides,
+/// The tfrs-operator chart settings, with the render-time environment overrides,
 /// and, with Flux, the sealed values Secret carrying `imageCredentials`.
 fn operator_values(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, pull: Option<&PlainSecret>) -> (Json, Option<PlainSecret>) {
     let operator = &cluster.spec.tfrs_operator;
     let overrides = context.options.operator_overrides.clone();
-    // Each setting comes from its seed-002 variable when that is set, else from the spec; either
+    // Each setting comes from its `OPERATOR_*` variable when that is set, else from the spec; either
     // way it is checked, and a bad value names where it came from.
     let mut pick = |variable: &str, field: &str, value: &str, check: &dyn Fn(&str) -> Result<(), String>| -> String {
         let (value, from_env) = match overrides.get(variable).filter(|v| !v.is_empty()) {
@@ -565,10 +578,10 @@ mod tests {
     }
 
     #[test]
-    fn seed_edges_are_present() {
+    fn base_platform_edges_are_present() {
         let graph = graph(&ClusterSpec::default());
         let has = |from: &str, to: &str| graph.dependencies(&format!("cluster/{to}")).contains(&format!("cluster/{from}"));
-        // seed 000: cert-manager -> Istio -> Istio Ingress -> Gateway -> VirtualService, ...
+        // The mesh chain: cert-manager -> Istio -> Istio Ingress -> Gateway -> VirtualService, ...
         assert!(has("cert-manager", "istio-base"));
         assert!(has("istio-base", "istiod"));
         assert!(has("istiod", "istio-ingress"));
