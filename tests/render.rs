@@ -690,7 +690,7 @@ fn tenants_get_the_names_consumers_rely_on() {
     };
     for namespace in ["acme-corp", "personal-support"] {
         let id = |c: &str| format!("namespaces/{namespace}/{c}");
-        // DESIGN §4.1: `<ns>-pg-credentials`; the CNPG Cluster `<ns>-pg` serves `<ns>-pg-rw`.
+        // The names consumers rely on: `<ns>-pg-credentials`; the CNPG Cluster `<ns>-pg` serves `<ns>-pg-rw`.
         assert!(has(&id("postgresql"), "SealedSecret", namespace, &format!("{namespace}-pg-credentials")), "{namespace}");
         assert!(has(&id("postgresql"), "Cluster", namespace, &format!("{namespace}-pg")), "{namespace}");
         assert!(has(&id("redis"), "Service", namespace, "redis"), "{namespace}");
@@ -1002,7 +1002,7 @@ fn environment_problems_exit_2_and_name_the_field() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("fixtures/demo/tenants.yaml:17:15: spec.postgresql.password: generated secrets need a master key"), "{stderr}");
     assert!(!out.exists());
-    // A bad seed-002 override names the variable.
+    // A bad `OPERATOR_*` override names the variable.
     let output = common::tfrs_command()
         .args(["render", "fixtures/render-argocd-tke", "--out", out.to_str().unwrap()])
         .env("TFRS_MASTER_KEY", master_key())

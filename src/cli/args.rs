@@ -28,7 +28,7 @@ pub enum Command {
     /// For recovery and tests: this prints secret values to stdout by design. Exit status: 0
     /// printed, 2 on any error (wrong key, wrong name or scope, MAC mismatch, unreadable file).
     Unseal(UnsealArgs),
-    /// Render every manifest, with Secrets sealed, into `--out DIR` (DESIGN §5 layout).
+    /// Render every manifest, with Secrets sealed, into `--out DIR` (`clusters/<cluster>/`).
     ///
     /// Unchanged secrets keep their previous ciphertext, so re-rendering unchanged specs changes
     /// no byte. Exit status: 0 rendered, 1 invalid spec or render problem, 2 usage, I/O or

@@ -2,10 +2,10 @@
 //! `<cache>/memo-<digest of the directory's absolute path>.json`, with `<cache>` the first of
 //! `$TFRS_CACHE_DIR`, `$XDG_CACHE_HOME/tfrs`, `$HOME/.cache/tfrs`.
 //!
-//! It is outside the output directory on purpose: the tree stays exactly what DESIGN §5 says,
-//! and the memo, which names the tfrs executable it was made by, never shows in a diff. It holds
-//! stamps, object identities and paths: no value. A missing, unreadable or foreign memo is an
-//! empty one.
+//! It is outside the output directory on purpose: the tree stays exactly the layout
+//! `docs/render.md` shows, and the memo, which names the tfrs executable it was made by, never
+//! shows in a diff. It holds stamps, object identities and paths: no value. A missing,
+//! unreadable or foreign memo is an empty one.
 
 use crate::render::memo::Table;
 use sha2::{Digest, Sha256};

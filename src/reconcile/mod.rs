@@ -279,7 +279,7 @@ impl Outcome {
 }
 
 /// The default timeout of a component: the longest of its objects' defaults. A Flux
-/// HelmRelease gets its own `spec.timeout`, else 5 minutes (seed 002's operator timeout); a Job
+/// HelmRelease gets its own `spec.timeout`, else 5 minutes (the operator release's default timeout); a Job
 /// its `activeDeadlineSeconds`, else 10 minutes; operator-managed data services (CNPG, MinIO,
 /// RabbitMQ) 10 minutes; everything else 5 minutes.
 ///

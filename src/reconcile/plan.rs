@@ -1,4 +1,5 @@
-//! The rollout plan (`plan.json`, DESIGN §5) and the objects it names, parsed and checked.
+//! The rollout plan (`plan.json`, written by `tfrs render` beside each cluster's components) and
+//! the objects it names, parsed and checked.
 
 use serde::Deserialize;
 use serde_json::Value;

@@ -1,4 +1,5 @@
-//! The component dependency graph: seed 000's two graphs plus DESIGN §4's edges, as data.
+//! The component dependency graph (cluster, tenant and server components and what each waits
+//! for), as data.
 //!
 //! Cycles are impossible by construction: [`Graph::add`] only accepts dependencies on
 //! components already added, so insertion order is a topological order.

@@ -45,7 +45,7 @@ pub const CLUSTER_LABEL: &str = "tfrs.turingfocus.cn/cluster";
 pub struct Options {
     /// The templates (built-ins, possibly overridden).
     pub templates: Templates,
-    /// The seed-002 overrides read at render time (`OPERATOR_HELM_REPO_URL`,
+    /// The tfrs-operator overrides read from the environment at render time (`OPERATOR_HELM_REPO_URL`,
     /// `OPERATOR_CHART_VERSION`, `OPERATOR_IMAGE_TAG`, `OPERATOR_RELEASE_NAME`), by name.
     pub operator_overrides: BTreeMap<String, String>,
 }

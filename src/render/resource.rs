@@ -45,7 +45,7 @@ impl Resource {
     }
 
     /// The file this object is written to inside its component directory: `<kind>-<name>.yaml`
-    /// in lowercase (DESIGN §5).
+    /// in lowercase, the name the output layout gives every object file.
     #[must_use]
     pub fn file_name(&self) -> String {
         format!("{}-{}.yaml", self.kind.to_lowercase(), self.name.to_lowercase())

@@ -246,7 +246,7 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
             if !url.is_empty() && !is_https_url(url) {
                 out.push(
                     Diagnostic::error(cluster.locate(path), path, format!("expected an `https://` URL, found {url:?}"))
-                        .with_help("billing tokens and machine-identity credentials travel on this connection: it must be TLS (seed 004)"),
+                        .with_help("billing tokens and machine-identity credentials travel on this connection: it must be TLS"),
                 );
             }
         }
@@ -258,7 +258,7 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
                     "spec.billing.infisical.environment",
                     format!("expected an environment slug such as `staging`, `prod` or `beta`, found {environment:?}"),
                 )
-                .with_help("Infisical matches the environment by its slug, not its display name (`Production` is `prod`; seed 004)"),
+                .with_help("Infisical matches the environment by its slug, not its display name (`Production` is `prod`)"),
             );
         }
         let project = &billing.infisical.project_slug;
@@ -269,7 +269,7 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
                     "spec.billing.infisical.projectSlug",
                     format!("expected a project slug such as `tfrs-prod`, found {project:?}"),
                 )
-                .with_help("the slug is on the project's Settings page in Infisical (seed 004, invariant A)"),
+                .with_help("the slug is on the project's Settings page in Infisical"),
             );
         }
     }
@@ -280,7 +280,7 @@ fn check_cluster(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
                 "spec.billing.infisical.projectSlug",
                 "this is a project id, not a slug",
             )
-            .with_help("External Secrets needs the project slug, e.g. `tfrs-prod` (seed 004, invariant A)"),
+            .with_help("External Secrets looks the project up by its slug, e.g. `tfrs-prod`, not by its id"),
         );
     }
     let mut sources = vec![];
@@ -348,9 +348,7 @@ pub fn clock_checks(spec: &Spec, now_unix_seconds: i64) -> Vec<Diagnostic> {
                     field,
                     format!("the ESO machine identity's client secret expired on {}", billing.infisical.expires_at),
                 )
-                .with_help(
-                    "issue a new client secret for the read-only identity, then update `clientSecret` and `expiresAt` (seed 004 5.6)",
-                ),
+                .with_help("issue a new client secret for the read-only identity, then update `clientSecret` and `expiresAt`"),
             );
         } else if left <= 30 {
             out.push(

@@ -1,6 +1,7 @@
-//! The input model: `TFRCluster`, `TFRTenant`, `TFRServer` and `SecretSource` (DESIGN §2).
+//! The input model: `TFRCluster`, `TFRTenant`, `TFRServer` and `SecretSource`.
 //!
-//! Every field has the default DESIGN §2 gives. Unknown fields are rejected. Fields marked with
+//! A field left out takes the default given here (`#[serde(default)]`, the `default_*`
+//! functions and `Default` impls); `tfrs schema` shows each. Unknown fields are rejected. Fields marked with
 //! `x-tfrs-check` in their schema get a format check in [`super::schema`] (DNS labels,
 //! quantities, durations, environment variable names).
 
@@ -222,11 +223,11 @@ pub struct ResourceList {
 // ---------------------------------------------------------------------------------------------
 // TFRCluster
 
-/// `TFRCluster.spec` (DESIGN §2.2).
+/// `TFRCluster.spec`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterSpec {
-    /// Overlays applied in order under this spec (DESIGN §3).
+    /// Overlays applied in order under this spec.
     #[serde(default)]
     pub overlays: Vec<String>,
     /// How Argo CD or Flux consumes the rendered tree.
@@ -247,13 +248,13 @@ pub struct ClusterSpec {
     /// The image-pull Secret.
     #[serde(default)]
     pub image_registry: ImageRegistry,
-    /// The optional tfrs-operator Helm release (seed 002).
+    /// The optional tfrs-operator Helm release.
     #[serde(default)]
     pub tfrs_operator: TfrsOperator,
     /// How Secrets are sealed.
     #[serde(default)]
     pub sealing: Sealing,
-    /// Billing (seed 004 "Phase B").
+    /// Billing: the cluster's OTLP token read from Infisical by External Secrets.
     #[serde(default)]
     pub billing: Billing,
     /// What the cluster runs, where a component depends on it (TimescaleDB's image volumes).
@@ -558,7 +559,7 @@ impl Default for ImageRegistry {
     }
 }
 
-/// The tfrs-operator Helm release (seed 002).
+/// The tfrs-operator Helm release.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TfrsOperator {
@@ -675,7 +676,7 @@ pub enum SealingBackend {
     SopsAge,
 }
 
-/// Billing (seed 004 "Phase B").
+/// Billing: the cluster's OTLP token read from Infisical by External Secrets.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Billing {
@@ -690,14 +691,14 @@ pub struct Billing {
     pub infisical: Infisical,
 }
 
-/// Infisical access for External Secrets (seed 004).
+/// Infisical access for External Secrets.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Infisical {
     /// Infisical URL.
     #[serde(default)]
     pub url: String,
-    /// The project slug, never the project id (seed 004, invariant A).
+    /// The project slug, never the project id (External Secrets looks the project up by slug).
     #[serde(default)]
     pub project_slug: String,
     /// Environment slug.
@@ -718,7 +719,7 @@ pub struct Infisical {
 // ---------------------------------------------------------------------------------------------
 // TFRTenant
 
-/// `TFRTenant.spec` (DESIGN §2.3).
+/// `TFRTenant.spec`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[derive(Default)]
@@ -1122,7 +1123,7 @@ pub struct TenantResources {
 // ---------------------------------------------------------------------------------------------
 // TFRServer
 
-/// `TFRServer.spec` (DESIGN §2.4).
+/// `TFRServer.spec`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[derive(Default)]

@@ -1,7 +1,8 @@
-//! A dev-only, in-process Kubernetes API simulator (the subset of kube-testing.md §4): discovery,
-//! GET/LIST/DELETE, server-side apply with field ownership, conflicts and `force`, `dryRun`, the
-//! status subresource, generation and resourceVersion, CRD registration, fake controllers that
-//! move status over time, and fault injection (429, 500, dropped connections, delays).
+//! A dev-only, in-process Kubernetes API simulator (the subset of the API `tfrs reconcile` uses):
+//! discovery, GET/LIST/DELETE, server-side apply with field ownership, conflicts and `force`,
+//! `dryRun`, the status subresource, generation and resourceVersion, CRD registration, fake
+//! controllers that move status over time, and fault injection (429, 500, dropped connections,
+//! delays).
 //!
 //! Lists in applied objects replace lists (no merge by key). Fake controllers act lazily: due
 //! status changes are written when the next request arrives, with the time they were due.
