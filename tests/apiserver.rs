@@ -196,8 +196,23 @@ async fn apply_all(client: &kube::Client, objects: &[(String, Value)], label: &s
     problems
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+/// Runs `body` against a fresh apiserver with the pinned CRDs registered; skips (one line) or,
+/// under `CI=true`, fails when the apiserver or the CRDs are missing.
+fn with_server<F, Fut>(body: F)
+where
+    F: FnOnce(kube::Client) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let Some((apiserver_binary, etcd)) = apiserver::binaries() else { return };
+    let Some(upstream) = apiserver::upstream() else { return };
+    let crds = apiserver::pinned_crds(&upstream);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let server = apiserver::Server::start(&apiserver_binary, &etcd).await;
+        let client = server.client().await;
+        apiserver::register_crds(&client, &crds).await;
+        body(client).await;
+    });
 }
 
 /// The changes users make between two renders, one spec edit each, applied in turn.
@@ -283,13 +298,7 @@ fn upgrades() -> Vec<(&'static str, &'static str, Edit)> {
 
 /// One fixture: every variant strictly applied, then the upgrades over its own render.
 fn check_fixture(fixture: &'static str) {
-    let Some((apiserver_binary, etcd)) = apiserver::binaries() else { return };
-    let Some(upstream) = apiserver::upstream() else { return };
-    let crds = apiserver::pinned_crds(&upstream);
-    runtime().block_on(async {
-        let server = apiserver::Server::start(&apiserver_binary, &etcd).await;
-        let client = server.client().await;
-        apiserver::register_crds(&client, &crds).await;
+    with_server(|client| async move {
         let mut problems = Vec::new();
         let mut checked = 0;
         for (engine, backend) in VARIANTS {
@@ -342,13 +351,7 @@ fixtures! {
 /// Job template, and a field the server prunes are each reported.
 #[test]
 fn the_strict_apply_reports_unknown_fields_immutable_changes_and_pruning() {
-    let Some((apiserver_binary, etcd)) = apiserver::binaries() else { return };
-    let Some(upstream) = apiserver::upstream() else { return };
-    let crds = apiserver::pinned_crds(&upstream);
-    runtime().block_on(async {
-        let server = apiserver::Server::start(&apiserver_binary, &etcd).await;
-        let client = server.client().await;
-        apiserver::register_crds(&client, &crds).await;
+    with_server(|client| async move {
         let cluster = json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "metadata": {"name": "ts", "namespace": "t"},
             "spec": {"instances": 1, "storage": {"size": "1Gi"}, "postgresql": {"noSuchField": []}}});
         let problems = apply_all(&client, &[("cluster.yaml".into(), cluster)], "self-test").await;
@@ -373,16 +376,12 @@ fn the_strict_apply_reports_unknown_fields_immutable_changes_and_pruning() {
 /// The pinned CRDs register in the server, all of them structural (the server refuses others).
 #[test]
 fn the_pinned_crds_register() {
-    let Some((apiserver_binary, etcd)) = apiserver::binaries() else { return };
     let Some(upstream) = apiserver::upstream() else { return };
     let crds = apiserver::pinned_crds(&upstream);
-    runtime().block_on(async {
-        let server = apiserver::Server::start(&apiserver_binary, &etcd).await;
-        let client = server.client().await;
+    with_server(|client| async move {
         let version = client.apiserver_version().await.unwrap();
         let minor: u32 = version.minor.trim_end_matches('+').parse().unwrap();
         assert!(version.major == "1" && minor >= 34, "the apiserver is {}.{}", version.major, version.minor);
-        apiserver::register_crds(&client, &crds).await;
         let resources = apiserver::resources(&client).await;
         for crd in &crds {
             let kind = crd["spec"]["names"]["kind"].as_str().unwrap();

@@ -20,7 +20,6 @@ use zeroize::Zeroizing;
 
 /// The demo sealed-secrets controller's private key (DEV ONLY, see fixtures/demo/keys/README.md).
 const PRIVATE_KEY: &str = "fixtures/demo/keys/sealed-secrets.key";
-const REGISTRY_PASSWORD: &str = "test-registry-token-7f3a9c";
 const STANDARD: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
 /// The peer `tool` built by `scripts/peers.sh`, or `None` (a failure under `CI=true`).
@@ -97,24 +96,9 @@ fn fixtures() -> Vec<Fixture> {
 }
 
 /// `tfrs render fixtures/<fixture>` into `out`, with the demo master key and the values the
-/// fixtures read from the environment (those of tests/render.rs).
+/// fixtures read from the environment.
 fn render(fixture: &str, out: &Path) {
-    let output = common::tfrs_command()
-        .args(["render", &format!("fixtures/{fixture}"), "--master-key-file", "fixtures/demo/keys/master.key", "--out"])
-        .arg(out)
-        .env_remove("TFRS_MASTER_KEY")
-        .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
-        .env("TFRS_TEST_REDIS_PASSWORD", "test-redis-password-2b1e")
-        .env("TFRS_TEST_OPENAI_KEY", "sk-env-openai-test-5c1d")
-        .env("TFRS_TEST_ESO_CLIENT_ID", "eso-client-id-test-81f0")
-        .env("TFRS_TEST_ESO_CLIENT_SECRET", "eso-client-secret-test-c7a2")
-        .env("ACME_OPENAI_API_KEY", "sk-test-acme-openai-key")
-        .env_remove("OPERATOR_HELM_REPO_URL")
-        .env_remove("OPERATOR_CHART_VERSION")
-        .env_remove("OPERATOR_IMAGE_TAG")
-        .env_remove("OPERATOR_RELEASE_NAME")
-        .output()
-        .unwrap();
+    let output = common::fixture_command().args(["render", &format!("fixtures/{fixture}"), "--out"]).arg(out).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{fixture}: {}", report(&output));
 }
 

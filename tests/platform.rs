@@ -13,18 +13,6 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-const FIXTURES: &[&str] = &[
-    "demo",
-    "render-argocd-tke",
-    "render-sops-docker-desktop",
-    "render-minimal",
-    "render-hostile",
-    "render-enterprise-full",
-    "render-enterprise-minimal",
-    "render-servers",
-    "render-billing",
-];
-
 /// A rendered tree: every object with its file, and each cluster's plan.
 struct Tree {
     _dir: tempfile::TempDir,
@@ -62,7 +50,7 @@ fn render(fixture: &str) -> Tree {
 }
 
 fn all() -> Vec<(&'static str, Tree)> {
-    FIXTURES.iter().map(|f| (*f, render(f))).collect()
+    common::RENDER_FIXTURES.iter().map(|f| (*f, render(f))).collect()
 }
 
 fn of_kind<'a>(tree: &'a Tree, kind: &str) -> impl Iterator<Item = &'a (String, Value)> {

@@ -13,22 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const RENDER_FIXTURES: &[&str] = &[
-    "demo",
-    "render-argocd-tke",
-    "render-sops-docker-desktop",
-    "render-minimal",
-    "render-hostile",
-    "render-enterprise-full",
-    "render-enterprise-minimal",
-    "render-servers",
-    "render-billing",
-];
-const OPENAI_KEY: &str = "sk-env-openai-test-5c1d";
-const ESO_CLIENT_ID: &str = "eso-client-id-test-81f0";
-const ESO_CLIENT_SECRET: &str = "eso-client-secret-test-c7a2";
-const REDIS_PASSWORD: &str = "test-redis-password-2b1e";
-const REGISTRY_PASSWORD: &str = "test-registry-token-7f3a9c";
+use common::{ESO_CLIENT_ID, ESO_CLIENT_SECRET, OPENAI_KEY, REDIS_PASSWORD, REGISTRY_PASSWORD, RENDER_FIXTURES};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -39,21 +24,7 @@ fn master_key() -> String {
 }
 
 fn tfrs(args: &[&str]) -> Output {
-    common::tfrs_command()
-        .args(args)
-        .env("TFRS_MASTER_KEY", master_key())
-        .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
-        .env("TFRS_TEST_REDIS_PASSWORD", REDIS_PASSWORD)
-        .env("TFRS_TEST_OPENAI_KEY", OPENAI_KEY)
-        .env("TFRS_TEST_ESO_CLIENT_ID", ESO_CLIENT_ID)
-        .env("TFRS_TEST_ESO_CLIENT_SECRET", ESO_CLIENT_SECRET)
-        .env("ACME_OPENAI_API_KEY", "sk-test-acme-openai-key")
-        .env_remove("OPERATOR_HELM_REPO_URL")
-        .env_remove("OPERATOR_CHART_VERSION")
-        .env_remove("OPERATOR_IMAGE_TAG")
-        .env_remove("OPERATOR_RELEASE_NAME")
-        .output()
-        .expect("the tfrs binary runs")
+    common::fixture_command().args(args).output().expect("the tfrs binary runs")
 }
 
 fn render(fixture: &str, out: &Path) -> Output {

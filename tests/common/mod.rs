@@ -45,6 +45,32 @@ pub fn tfrs_command() -> std::process::Command {
     command
 }
 
+/// The render fixtures, each a directory below `fixtures/`.
+#[allow(dead_code)]
+pub const RENDER_FIXTURES: &[&str] = &[
+    "demo",
+    "render-argocd-tke",
+    "render-sops-docker-desktop",
+    "render-minimal",
+    "render-hostile",
+    "render-enterprise-full",
+    "render-enterprise-minimal",
+    "render-servers",
+    "render-billing",
+];
+
+/// The `fromEnv` values the render fixtures read (test-only values).
+#[allow(dead_code)]
+pub const OPENAI_KEY: &str = "sk-env-openai-test-5c1d";
+#[allow(dead_code)]
+pub const ESO_CLIENT_ID: &str = "eso-client-id-test-81f0";
+#[allow(dead_code)]
+pub const ESO_CLIENT_SECRET: &str = "eso-client-secret-test-c7a2";
+#[allow(dead_code)]
+pub const REDIS_PASSWORD: &str = "test-redis-password-2b1e";
+#[allow(dead_code)]
+pub const REGISTRY_PASSWORD: &str = "test-registry-token-7f3a9c";
+
 /// `tfrs_command()` with the environment the render fixtures read: the demo master key and the
 /// `fromEnv` values of the fixtures (all test-only values).
 #[allow(dead_code)]
@@ -54,11 +80,11 @@ pub fn fixture_command() -> std::process::Command {
     let mut command = tfrs_command();
     command
         .env("TFRS_MASTER_KEY", key.trim())
-        .env("TFRS_TEST_REGISTRY_PASSWORD", "test-registry-token-7f3a9c")
-        .env("TFRS_TEST_REDIS_PASSWORD", "test-redis-password-2b1e")
-        .env("TFRS_TEST_OPENAI_KEY", "sk-env-openai-test-5c1d")
-        .env("TFRS_TEST_ESO_CLIENT_ID", "eso-client-id-test-81f0")
-        .env("TFRS_TEST_ESO_CLIENT_SECRET", "eso-client-secret-test-c7a2")
+        .env("TFRS_TEST_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
+        .env("TFRS_TEST_REDIS_PASSWORD", REDIS_PASSWORD)
+        .env("TFRS_TEST_OPENAI_KEY", OPENAI_KEY)
+        .env("TFRS_TEST_ESO_CLIENT_ID", ESO_CLIENT_ID)
+        .env("TFRS_TEST_ESO_CLIENT_SECRET", ESO_CLIENT_SECRET)
         .env("ACME_OPENAI_API_KEY", "sk-test-acme-openai-key")
         .env_remove("OPERATOR_HELM_REPO_URL")
         .env_remove("OPERATOR_CHART_VERSION")
