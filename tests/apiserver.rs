@@ -327,12 +327,21 @@ fn check_fixture(fixture: &'static str) {
 }
 
 macro_rules! fixtures {
-    ($($test:ident => $fixture:literal),* $(,)?) => {$(
-        #[test]
-        fn $test() {
-            check_fixture($fixture);
-        }
-    )*};
+    ($($test:ident => $fixture:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                check_fixture($fixture);
+            }
+        )*
+        /// The fixtures with a test of their own here.
+        const COVERED: &[&str] = &[$($fixture),*];
+    };
+}
+
+#[test]
+fn every_render_fixture_is_applied() {
+    assert_eq!(COVERED, common::RENDER_FIXTURES);
 }
 
 fixtures! {
