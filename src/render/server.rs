@@ -127,15 +127,31 @@ pub(crate) fn render(
     };
     let checksum = checksum(context, &config_data, &secret_data, &confz);
     let db_schema = config_data.get(DB_SCHEMA_KEY).cloned().unwrap_or_else(|| "public".to_owned());
+    // A personal robot's own credentials (tenant.rs resolved them for the whole namespace).
+    let robot = credentials.robots.get(name);
+    let robot_names = tenant::robot_names(name);
+    // Each database the Job prepares: `host:owner Secret`, and for a personal robot
+    // `:its role's Secret`.
     let mut db_targets = Vec::new();
     let mut db_secrets = Vec::new();
-    if tenant.postgresql.enabled {
-        db_targets.push(format!("{namespace}-pg-rw:{namespace}-pg-credentials"));
-        db_secrets.push(format!("{namespace}-pg-credentials"));
-    }
-    if tenant.timescaledb.enabled {
-        db_targets.push(format!("{namespace}-ts-rw:{namespace}-ts-credentials"));
-        db_secrets.push(format!("{namespace}-ts-credentials"));
+    for (enabled, cluster, role_secret) in [
+        (tenant.postgresql.enabled, "pg", robot_names["pg_secret"].as_str()),
+        (tenant.timescaledb.enabled, "ts", robot_names["ts_secret"].as_str()),
+    ] {
+        if !enabled {
+            continue;
+        }
+        let owner = format!("{namespace}-{cluster}-credentials");
+        match (robot, role_secret) {
+            (Some(_), Some(role_secret)) => {
+                db_targets.push(format!("{namespace}-{cluster}-rw:{owner}:{role_secret}"));
+                db_secrets.extend([owner, role_secret.to_owned()]);
+            }
+            _ => {
+                db_targets.push(format!("{namespace}-{cluster}-rw:{owner}"));
+                db_secrets.push(owner);
+            }
+        }
     }
     let mut server_json = serde_json::to_value(spec).unwrap_or(Json::Null);
     if let Json::Object(map) = &mut server_json {
@@ -156,12 +172,37 @@ pub(crate) fn render(
     values["confz_dir"] = json!(CONFZ_DIR);
     values["confz_path"] = json!(format!("{CONFZ_DIR}/config.toml"));
     values["checksum"] = json!(checksum);
-    values["db_schema_sql"] =
-        json!(format!("CREATE SCHEMA IF NOT EXISTS \"{}\" AUTHORIZATION {DATABASE_USER};", db_schema.replace('"', "\"\"")));
+    values["robot"] = json!(robot.is_some());
+    match robot {
+        Some(robot) => {
+            let sql = robot_sql(namespace, robot);
+            values["db_grant_sql"] = json!(sql.grant);
+            values["db_schema_sql"] = json!(sql.schema);
+            values["db_revoke_sql"] = json!(sql.revoke);
+        }
+        None => {
+            values["db_schema_sql"] =
+                json!(format!("CREATE SCHEMA IF NOT EXISTS {} AUTHORIZATION {DATABASE_USER};", quote_ident(&db_schema)));
+        }
+    }
     values["db_targets"] = json!(db_targets);
     values["db_secrets"] = json!(db_secrets);
     values["postgres_image"] = json!(tenant.postgresql.image);
     values["bucket"] = json!(bucket(name));
+    let robot_minio = robot.and_then(|r| r.minio.as_ref());
+    values["minio_user"] = json!(robot_minio.map_or(String::new(), |(user, _)| user.clone()));
+    values["minio_user_secret"] = robot_names["minio_secret"].clone();
+    values["minio_policy"] = json!(bucket_policy(&bucket(name)));
+    // A keyed checksum of the robot's MinIO keys, so that new keys (a new master key) make a
+    // new minio-init Job, which sets them in MinIO.
+    values["minio_checksum"] = json!(match (context.master, robot_minio) {
+        (Some(master), Some((user, key))) => {
+            let secret_name = robot_names["minio_secret"].as_str().unwrap_or_default();
+            let binding = crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace, name: secret_name };
+            master.fingerprint_key().fingerprint(&binding, user, key.as_bytes())
+        }
+        _ => String::new(),
+    });
     values["grafana_token"] =
         json!(if spec.jobs.grafana_service_account && tenant.grafana.enabled { format!("{name}-grafana-token") } else { String::new() });
 
@@ -186,6 +227,20 @@ pub(crate) fn render(
             confz_data.insert("config.toml".to_owned(), Zeroizing::new(confz.as_bytes().to_vec()));
             secrets.push(secret("confz", confz_data));
         }
+        // The personal robot's MinIO keys, for the Job that creates its user.
+        if let ("minio-init", Some((user, key))) = (definition.name, robot_minio) {
+            let mut data = BTreeMap::new();
+            // `mc`'s words for an access key and a secret key: user name and password.
+            data.insert("username".to_owned(), Zeroizing::new(user.as_bytes().to_vec()));
+            data.insert("password".to_owned(), Zeroizing::new(key.as_bytes().to_vec()));
+            secrets.push(PlainSecret {
+                name: robot_names["minio_secret"].as_str().unwrap_or_default().to_owned(),
+                namespace: namespace.to_owned(),
+                kind: "kubernetes.io/basic-auth".to_owned(),
+                data,
+                ..PlainSecret::default()
+            });
+        }
         let template = format!("server/{}.yaml", definition.name);
         components.push(context.namespaced_component(
             frame,
@@ -198,6 +253,95 @@ pub(crate) fn render(
             "10m",
         ));
     }
+}
+
+/// The statements of a personal robot's db-init Job, per database: `grant` and `revoke` run as
+/// the database owner (`app_user`), `schema` as the robot's own role, in between.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RobotSql {
+    /// Closes the `public` schema to object creation by anyone but its owner (PostgreSQL 15+
+    /// does so already; a database created earlier or restored from an older dump may not), and
+    /// lets the robot connect and, for the moment, create its schema. A schema left from before
+    /// robots had roles (owned by the database owner) is opened to the robot instead, with what
+    /// is in it.
+    pub grant: String,
+    /// Creates the robot's schema, owned by the robot; fails when it exists and belongs to
+    /// another robot; makes it the first entry of the role's `search_path` in this database.
+    pub schema: String,
+    /// Takes the right to create schemas back.
+    pub revoke: String,
+}
+
+/// The db-init statements of a personal robot in database `database` (idempotent: a re-run
+/// on an initialised database succeeds and changes nothing).
+#[must_use]
+pub fn robot_sql(database: &str, robot: &tenant::Robot) -> RobotSql {
+    let (db, role, schema) = (quote_ident(database), quote_ident(&robot.role), quote_ident(&robot.schema));
+    let literal = quote_literal(&robot.schema);
+    let owned_by_owner = format!(
+        "SELECT FROM pg_namespace WHERE nspname = {literal} AND nspowner = (SELECT datdba FROM pg_database WHERE datname = current_database())"
+    );
+    let grant = format!(
+        "REVOKE CREATE ON SCHEMA public FROM PUBLIC;\n\
+         GRANT CONNECT, CREATE ON DATABASE {db} TO {role};\n\
+         DO $tfrs$BEGIN IF EXISTS ({owned_by_owner}) THEN \
+         GRANT USAGE, CREATE ON SCHEMA {schema} TO {role}; \
+         GRANT ALL ON ALL TABLES IN SCHEMA {schema} TO {role}; \
+         GRANT ALL ON ALL SEQUENCES IN SCHEMA {schema} TO {role}; \
+         GRANT EXECUTE ON ALL ROUTINES IN SCHEMA {schema} TO {role}; \
+         END IF; END$tfrs$;"
+    );
+    let schema_sql = format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema};\n\
+         DO $tfrs$BEGIN IF NOT EXISTS (SELECT FROM pg_namespace WHERE nspname = {literal} AND nspowner IN \
+         (SELECT oid FROM pg_roles WHERE rolname = current_user UNION ALL SELECT datdba FROM pg_database WHERE datname = current_database())) \
+         THEN RAISE EXCEPTION {message}; END IF; END$tfrs$;\n\
+         ALTER ROLE CURRENT_USER IN DATABASE {db} SET search_path TO {schema}, public;",
+        message = quote_literal(&format!("schema {} belongs to another role", robot.schema)),
+    );
+    let revoke = format!("REVOKE CREATE ON DATABASE {db} FROM {role};");
+    RobotSql { grant, schema: schema_sql, revoke }
+}
+
+/// A PostgreSQL identifier, quoted.
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// A PostgreSQL string literal (standard-conforming strings: only `'` is special).
+fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The MinIO policy of a personal robot: list its bucket, read, write and delete the objects in
+/// it, nothing else (no other bucket, no bucket settings, no listing of the buckets).
+#[must_use]
+pub fn bucket_policy(bucket: &str) -> String {
+    json!({
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": ["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"],
+                "Resource": [format!("arn:aws:s3:::{bucket}")],
+            },
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "s3:GetObject",
+                    "s3:PutObject",
+                    "s3:DeleteObject",
+                    "s3:AbortMultipartUpload",
+                    "s3:ListMultipartUploadParts",
+                    "s3:GetObjectTagging",
+                    "s3:PutObjectTagging",
+                    "s3:DeleteObjectTagging",
+                ],
+                "Resource": [format!("arn:aws:s3:::{bucket}/*")],
+            },
+        ],
+    })
+    .to_string()
 }
 
 /// The server's bucket: its own, named after it. Bucket names need 3 characters; a shorter
@@ -232,29 +376,31 @@ pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Cre
     let mut table = Table::new();
     let section = |entries: Vec<(&str, Value)>| Value::Table(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
     let text = |s: &str| Value::String(s.to_owned());
-    if let Some(password) = &credentials.postgresql {
-        table.insert(
-            "postgresql".into(),
-            section(vec![
-                ("host", text(&format!("{namespace}-pg-rw"))),
-                ("port", Value::Integer(5432)),
-                ("user", text(DATABASE_USER)),
-                ("password", text(password)),
-                ("dbname", text(namespace)),
-            ]),
-        );
+    // A personal robot connects as its own role (and its `schema`), never as the owner; an
+    // enterprise robot as `app_user`.
+    let robot = credentials.robots.get(server);
+    let database = |cluster: &str, shared: &Option<Zeroizing<String>>, own: fn(&tenant::Robot) -> &Option<Zeroizing<String>>| {
+        // Only when the tenant runs that database.
+        shared.as_ref()?;
+        let (user, password, schema) = match robot {
+            Some(robot) => (robot.role.as_str(), own(robot).as_ref()?, Some(robot.schema.as_str())),
+            None => (DATABASE_USER, shared.as_ref()?, None),
+        };
+        let mut entries = vec![
+            ("host", text(&format!("{namespace}-{cluster}-rw"))),
+            ("port", Value::Integer(5432)),
+            ("user", text(user)),
+            ("password", text(password)),
+            ("dbname", text(namespace)),
+        ];
+        entries.extend(schema.map(|schema| ("schema", text(schema))));
+        Some(section(entries))
+    };
+    if let Some(postgresql) = database("pg", &credentials.postgresql, |r| &r.postgresql) {
+        table.insert("postgresql".into(), postgresql);
     }
-    if let Some(password) = &credentials.timescaledb {
-        table.insert(
-            "timescaledb".into(),
-            section(vec![
-                ("host", text(&format!("{namespace}-ts-rw"))),
-                ("port", Value::Integer(5432)),
-                ("user", text(DATABASE_USER)),
-                ("password", text(password)),
-                ("dbname", text(namespace)),
-            ]),
-        );
+    if let Some(timescaledb) = database("ts", &credentials.timescaledb, |r| &r.timescaledb) {
+        table.insert("timescaledb".into(), timescaledb);
     }
     if let Some(password) = &credentials.redis {
         table.insert(
@@ -272,7 +418,12 @@ pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Cre
             section(vec![("broker_url", text(&broker_url(user, password, &format!("rabbitmq.{namespace}.svc.cluster.local"), "/")))]),
         );
     }
-    if let Some((user, password)) = &credentials.minio {
+    // A personal robot gets its own MinIO user (limited to its bucket), never the root key.
+    let minio = match robot {
+        Some(robot) => credentials.minio.as_ref().and(robot.minio.as_ref()).map(|(user, key)| (user.as_str(), key)),
+        None => credentials.minio.as_ref().map(|(user, password)| (user.as_str(), password)),
+    };
+    if let Some((user, password)) = minio {
         table.insert(
             "cos".into(),
             section(vec![
@@ -387,6 +538,73 @@ mod tests {
             "only enabled middleware"
         );
         assert_eq!(text, confz("bot", "ns", &spec, &credentials).unwrap(), "deterministic");
+    }
+
+    fn robot() -> tenant::Robot {
+        tenant::Robot {
+            role: "robot_my_bot".into(),
+            schema: "my_bot".into(),
+            postgresql: Some(Zeroizing::new("own-pg".into())),
+            timescaledb: None,
+            minio: Some(("robot-my-bot".into(), Zeroizing::new("own-key".into()))),
+        }
+    }
+
+    #[test]
+    fn a_personal_robot_connects_with_its_own_credentials_only() {
+        let mut credentials = Credentials {
+            postgresql: Some(Zeroizing::new("owner-pg".into())),
+            timescaledb: Some(Zeroizing::new("owner-ts".into())),
+            minio: Some((Zeroizing::new("root".into()), Zeroizing::new("root-password".into()))),
+            ..Credentials::default()
+        };
+        credentials.robots.insert("my-bot".into(), robot());
+        let text = confz("my-bot", "personal-x", &ServerSpec::default(), &credentials).unwrap();
+        let table: toml::Table = text.parse().unwrap();
+        assert_eq!(table["postgresql"]["user"].as_str(), Some("robot_my_bot"));
+        assert_eq!(table["postgresql"]["password"].as_str(), Some("own-pg"));
+        assert_eq!(table["postgresql"]["schema"].as_str(), Some("my_bot"));
+        assert_eq!(table["postgresql"]["dbname"].as_str(), Some("personal-x"));
+        assert_eq!(table["cos"]["access_key"].as_str(), Some("robot-my-bot"));
+        assert_eq!(table["cos"]["secret_key"].as_str(), Some("own-key"));
+        assert!(!table.contains_key("timescaledb"), "no role of its own there: never the owner's instead");
+        for shared in ["owner-pg", "owner-ts", "root-password", DATABASE_USER] {
+            assert!(!text.contains(shared), "{shared} in {}", text.as_str());
+        }
+        // A server without an entry (an enterprise one) connects as the owner, as before.
+        let table: toml::Table = confz("other", "personal-x", &ServerSpec::default(), &credentials).unwrap().parse().unwrap();
+        assert_eq!(table["postgresql"]["user"].as_str(), Some(DATABASE_USER));
+        assert_eq!(table["timescaledb"]["password"].as_str(), Some("owner-ts"));
+        assert_eq!(table["cos"]["access_key"].as_str(), Some("root"));
+        assert!(table["postgresql"].get("schema").is_none());
+    }
+
+    #[test]
+    fn robot_statements_quote_names_and_take_back_what_they_lend() {
+        let sql = robot_sql("personal-x", &robot());
+        assert!(sql.grant.starts_with("REVOKE CREATE ON SCHEMA public FROM PUBLIC;\n"), "{}", sql.grant);
+        assert!(sql.grant.contains("GRANT CONNECT, CREATE ON DATABASE \"personal-x\" TO \"robot_my_bot\";"), "{}", sql.grant);
+        assert!(sql.grant.contains("nspname = 'my_bot'") && sql.grant.contains("GRANT USAGE, CREATE ON SCHEMA \"my_bot\""));
+        assert!(sql.schema.starts_with("CREATE SCHEMA IF NOT EXISTS \"my_bot\";\n"), "{}", sql.schema);
+        assert!(sql.schema.contains("RAISE EXCEPTION 'schema my_bot belongs to another role'"), "{}", sql.schema);
+        assert!(sql.schema.ends_with("ALTER ROLE CURRENT_USER IN DATABASE \"personal-x\" SET search_path TO \"my_bot\", public;"));
+        assert_eq!(sql.revoke, "REVOKE CREATE ON DATABASE \"personal-x\" FROM \"robot_my_bot\";");
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+        assert_eq!(quote_literal("it's"), "'it''s'");
+    }
+
+    #[test]
+    fn a_bucket_policy_names_its_bucket_and_nothing_else() {
+        let policy: Json = serde_json::from_str(&bucket_policy("my-bot")).unwrap();
+        let resources: Vec<&str> = policy["Statement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["Resource"].as_array().unwrap())
+            .filter_map(Json::as_str)
+            .collect();
+        assert_eq!(resources, ["arn:aws:s3:::my-bot", "arn:aws:s3:::my-bot/*"]);
+        assert!(!bucket_policy("my-bot").contains("s3:*"), "named actions only");
     }
 
     #[test]

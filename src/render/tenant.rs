@@ -7,7 +7,7 @@ use super::graph::{Graph, Member};
 use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
 use crate::spec::check::tenant_namespace;
-use crate::spec::model::{ClusterSpec, SecretSource, TenantSpec, TenantType};
+use crate::spec::model::{ClusterSpec, SecretSource, ServerSpec, TenantSpec, TenantType};
 use crate::spec::{Object, Spec};
 use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,6 +29,8 @@ pub struct Unit<'a> {
     pub owner: &'a Object<TenantSpec>,
     /// Every tenant in the namespace, by name.
     pub tenants: Vec<&'a Object<TenantSpec>>,
+    /// Every server of those tenants, by name.
+    pub servers: Vec<&'a Object<ServerSpec>>,
 }
 
 /// The tenant namespaces of a cluster, by namespace.
@@ -42,7 +44,10 @@ pub fn units<'a>(spec: &'a Spec, cluster: &str) -> Vec<Unit<'a>> {
         .into_iter()
         .filter_map(|(namespace, mut tenants)| {
             tenants.sort_by(|a, b| a.name().cmp(b.name()));
-            Some(Unit { namespace, owner: *tenants.first()?, tenants })
+            let names: BTreeSet<&str> = tenants.iter().map(|t| t.name()).collect();
+            let mut servers: Vec<_> = spec.servers.iter().filter(|s| names.contains(s.spec.tenant.as_str())).collect();
+            servers.sort_by(|a, b| a.name().cmp(b.name()));
+            Some(Unit { namespace, owner: *tenants.first()?, tenants, servers })
         })
         .collect()
 }
@@ -121,6 +126,64 @@ pub fn names(namespace: &str) -> Json {
     })
 }
 
+/// Names of a personal robot's own credentials: its PostgreSQL role (the same in the PostgreSQL
+/// and the TimescaleDB cluster), the sealed `kubernetes.io/basic-auth` Secrets CNPG sets its
+/// passwords from, its MinIO user (also the name of its policy) and the Secret the MinIO init Job
+/// reads its keys from.
+#[must_use]
+pub fn robot_names(server: &str) -> Json {
+    json!({
+        "role": robot_role(server),
+        "pg_secret": robot_role_secret(server, "pg"),
+        "ts_secret": robot_role_secret(server, "ts"),
+        "minio_user": robot_minio_user(server),
+        "minio_secret": format!("{server}-minio-user"),
+    })
+}
+
+/// The Secret of a personal robot's role in the PostgreSQL (`pg`) or TimescaleDB (`ts`) cluster.
+#[must_use]
+pub fn robot_role_secret(server: &str, cluster: &str) -> String {
+    format!("{server}-{cluster}-role")
+}
+
+/// A personal robot's MinIO user (its access key), and the name of its bucket policy.
+#[must_use]
+pub fn robot_minio_user(server: &str) -> String {
+    format!("robot-{server}")
+}
+
+/// A personal robot's PostgreSQL role: `robot_` and the server name with `-` -> `_`. The prefix
+/// keeps it clear of `app_user`, of CNPG's `postgres` and `streaming_replica` and of the reserved
+/// `pg_` and `cnpg_` prefixes; a server name (at most 50 characters) keeps it under PostgreSQL's
+/// 63.
+#[must_use]
+pub fn robot_role(server: &str) -> String {
+    format!("robot_{}", server.replace('-', "_"))
+}
+
+/// A personal robot's own credentials (docs/render.md, "Isolation model"). Enterprise robots
+/// have none: they share `app_user` and the MinIO root key of their organisation.
+#[derive(Clone, Default)]
+pub struct Robot {
+    /// Its PostgreSQL role, in the PostgreSQL and the TimescaleDB cluster alike.
+    pub role: String,
+    /// Its schema (`TFS_ROBOT__DB_SCHEMA`), which the role owns.
+    pub schema: String,
+    /// The role's PostgreSQL password, when the tenant runs PostgreSQL.
+    pub postgresql: Option<Zeroizing<String>>,
+    /// The role's TimescaleDB password, when the tenant runs TimescaleDB.
+    pub timescaledb: Option<Zeroizing<String>>,
+    /// Its MinIO access key and secret key, when the tenant runs MinIO.
+    pub minio: Option<(String, Zeroizing<String>)>,
+}
+
+impl std::fmt::Debug for Robot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Robot").field("role", &self.role).field("schema", &self.schema).finish_non_exhaustive()
+    }
+}
+
 /// The credentials of one namespace's middleware, for the servers that connect to it.
 #[derive(Clone, Default)]
 pub struct Credentials {
@@ -136,6 +199,8 @@ pub struct Credentials {
     pub rabbitmq: Option<(Zeroizing<String>, Zeroizing<String>)>,
     /// Grafana admin password.
     pub grafana: Option<Zeroizing<String>>,
+    /// In a personal namespace, every robot's own credentials, by server name.
+    pub robots: BTreeMap<String, Robot>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -173,6 +238,18 @@ pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'
         }
         _ => String::new(),
     });
+    // A personal namespace's robots, for the managed roles of its database clusters.
+    values["robots"] = credentials
+        .robots
+        .iter()
+        .map(|(server, robot)| {
+            let mut names = robot_names(server);
+            names["server"] = json!(server);
+            names["postgresql"] = json!(robot.postgresql.is_some());
+            names["timescaledb"] = json!(robot.timescaledb.is_some());
+            names
+        })
+        .collect();
     values["tenant"] = json!({
         "name": owner.name(),
         "type": match spec.kind { TenantType::Enterprise => "enterprise", TenantType::Personal => "personal" },
@@ -275,7 +352,77 @@ fn credentials(context: &mut Context<'_>, cluster: &str, unit: &Unit<'_>) -> Cre
         credentials.grafana = resolve("spec.grafana.adminPassword", &spec.grafana.admin_password);
     }
     context.errors.extend(problems);
+    if spec.kind == TenantType::Personal {
+        credentials.robots = robots(context, &base, unit, &credentials);
+    }
     credentials
+}
+
+/// Resolves the own credentials of every robot of a personal namespace, over logical paths
+/// `cluster/<cluster>/namespace/<namespace>/servers/<server>/<component>/<field>` (always
+/// generated: a server has no field to set them), and checks that each has a schema of its own.
+fn robots(context: &mut Context<'_>, base: &str, unit: &Unit<'_>, credentials: &Credentials) -> BTreeMap<String, Robot> {
+    use super::server::{DB_SCHEMA_KEY, config_data};
+    let spec = &unit.owner.spec;
+    let generated = SecretSource::default();
+    let mut robots = BTreeMap::new();
+    let mut schemas: BTreeMap<String, &str> = BTreeMap::new();
+    for &server in &unit.servers {
+        let name = server.name();
+        let schema = config_data(name, &server.spec, spec).remove(DB_SCHEMA_KEY).unwrap_or_default();
+        let field = if server.spec.config_data.contains_key(DB_SCHEMA_KEY) {
+            format!("spec.configData.{DB_SCHEMA_KEY}")
+        } else {
+            "metadata.name".to_owned()
+        };
+        let databases = spec.postgresql.enabled || spec.timescaledb.enabled;
+        if let Some(problem) = schema_problem(&schema).filter(|_| databases) {
+            context.errors.push(crate::spec::Diagnostic::error(server.locate(&field), &field, problem));
+        } else if let Some(first) = schemas.insert(schema.clone(), name).filter(|_| databases) {
+            context.errors.push(crate::spec::Diagnostic::error(
+                server.locate(&field),
+                &field,
+                format!("schema `{schema}` is also server `{first}`'s: each robot of a personal namespace needs a schema of its own"),
+            ));
+        }
+        let path = |part: &str| format!("{base}/servers/{name}/{part}");
+        let mut robot = Robot { role: robot_role(name), schema, ..Robot::default() };
+        if spec.postgresql.enabled {
+            robot.postgresql = context.secret_text(server, "metadata.name", &generated, &path("postgresql/password"));
+        }
+        if spec.timescaledb.enabled {
+            robot.timescaledb = context.secret_text(server, "metadata.name", &generated, &path("timescaledb/password"));
+        }
+        if spec.minio.enabled {
+            let user = robot_minio_user(name);
+            if credentials.minio.as_ref().is_some_and(|(root, _)| root.as_str() == user) {
+                context.errors.push(crate::spec::Diagnostic::error(
+                    unit.owner.locate("spec.minio.rootUser"),
+                    "spec.minio.rootUser",
+                    format!("`{user}` is the MinIO user of server `{name}`: choose another root user"),
+                ));
+            }
+            robot.minio = context.secret_text(server, "metadata.name", &generated, &path("minio/secretKey")).map(|key| (user, key));
+        }
+        robots.insert(name.to_owned(), robot);
+    }
+    robots
+}
+
+/// Why `schema` cannot be a personal robot's own schema, if it cannot: it must be a plain
+/// lowercase identifier (the same whether a client quotes it or not) that PostgreSQL and
+/// TimescaleDB do not keep for themselves.
+fn schema_problem(schema: &str) -> Option<String> {
+    let plain = schema.len() <= 63
+        && schema.starts_with(|c: char| c.is_ascii_lowercase())
+        && schema.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if !plain {
+        return Some(format!(
+            "a personal robot's schema must be lowercase letters, digits and `_`, start with a letter and have at most 63 characters; found {schema:?}"
+        ));
+    }
+    let reserved = matches!(schema, "public" | "information_schema") || schema.starts_with("pg_") || schema.starts_with("timescaledb_");
+    reserved.then(|| format!("`{schema}` is a schema the database keeps for itself or shares: a personal robot needs one of its own"))
 }
 
 /// The Secrets of one tenant component (sealed later, never templated).
@@ -296,6 +443,8 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
             })
             .into_iter()
             .collect(),
+        // The owner's credentials, then each personal robot's role (CNPG sets its password from
+        // the Secret named in the Cluster's managed roles: `username` must be the role).
         "postgresql" => credentials
             .postgresql
             .iter()
@@ -306,6 +455,15 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
                     vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())],
                 )
             })
+            .chain(credentials.robots.iter().filter_map(|(server, robot)| {
+                let password = robot.postgresql.as_ref()?;
+                let role = robot.role.as_bytes();
+                Some(secret(
+                    robot_role_secret(server, "pg"),
+                    "kubernetes.io/basic-auth",
+                    vec![("username", role), ("password", password.as_bytes())],
+                ))
+            }))
             .collect(),
         "timescaledb" => credentials
             .timescaledb
@@ -317,6 +475,15 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
                     vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())],
                 )
             })
+            .chain(credentials.robots.iter().filter_map(|(server, robot)| {
+                let password = robot.timescaledb.as_ref()?;
+                let role = robot.role.as_bytes();
+                Some(secret(
+                    robot_role_secret(server, "ts"),
+                    "kubernetes.io/basic-auth",
+                    vec![("username", role), ("password", password.as_bytes())],
+                ))
+            }))
             .collect(),
         "redis" => credentials
             .redis
@@ -404,5 +571,30 @@ mod tests {
                 && !fit_for_config_env("$HOME")
         );
         assert!(fit_for_redis_args("p@ss/w:rd#%") && !fit_for_redis_args("two words") && !fit_for_redis_args("glob*"));
+    }
+
+    #[test]
+    fn personal_schemas_are_plain_names_the_database_does_not_keep() {
+        assert!(schema_problem("alice_bot").is_none() && schema_problem("a1_b2").is_none());
+        let long = "a".repeat(64);
+        for bad in
+            ["", "Alice", "1bot", "_bot", "a-b", "a b", "a\"b", "public", "information_schema", "pg_temp", "timescaledb_information", &long]
+        {
+            assert!(schema_problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(schema_problem(&long[..63]).is_none());
+    }
+
+    #[test]
+    fn robot_names_keep_clear_of_the_reserved_ones() {
+        assert_eq!(robot_role("my-bot"), "robot_my_bot");
+        assert_eq!(robot_role("postgres"), "robot_postgres");
+        assert_eq!(robot_role("pg-x"), "robot_pg_x");
+        assert!(robot_role(&"a".repeat(50)).len() <= 63);
+        let names = robot_names("my-bot");
+        assert_eq!(names["pg_secret"], "my-bot-pg-role");
+        assert_eq!(names["ts_secret"], "my-bot-ts-role");
+        assert_eq!(names["minio_user"], "robot-my-bot");
+        assert_eq!(names["minio_secret"], "my-bot-minio-user");
     }
 }
