@@ -807,9 +807,13 @@ fn confz_holds_the_same_credentials_as_the_middleware_secrets() {
         let confz_text =
             &opened[&format!("namespaces/{namespace}/servers/{server}/config/sealedsecret-{server}-confz.yaml")]["config.toml"];
         let confz: toml::Table = confz_text.parse().unwrap();
-        let pg = secret("postgresql", &format!("{namespace}-pg-credentials"));
+        // Enterprise robots connect as the database owner, personal ones as their own role.
+        let pg = match namespace {
+            "umbrella" => secret("postgresql", "umbrella-pg-credentials"),
+            _ => secret("postgresql", &format!("{server}-pg-role")),
+        };
         assert_eq!(confz["postgresql"]["password"].as_str(), Some(pg["password"].as_str()), "{server}");
-        assert_eq!(confz["postgresql"]["user"].as_str(), Some("app_user"));
+        assert_eq!(confz["postgresql"]["user"].as_str(), Some(pg["username"].as_str()));
         assert_eq!(confz["postgresql"]["dbname"].as_str(), Some(namespace));
         assert_eq!(confz["postgresql"]["host"].as_str(), Some(format!("{namespace}-pg-rw").as_str()));
         let redis = secret("redis", &format!("{namespace}-redis-credentials"));

@@ -1,4 +1,4 @@
-//! The server-level components (DESIGN §2.4, §4, §4.2, §4.3): per TFRServer its configuration
+//! The server-level components: per TFRServer its configuration
 //! (ConfigMap, `<server>-secret`, `<server>-confz`), init Jobs and both workers.
 
 use super::graph::{Graph, Member};
@@ -14,7 +14,7 @@ use zeroize::Zeroizing;
 
 /// Where both workers find `config.toml`.
 pub const CONFZ_DIR: &str = crate::spec::check::CONFZ_DIR;
-/// The injected key that always wins (DESIGN §4.3).
+/// The injected key that always wins over configData: the shared cache directory.
 pub const IMAGES_DIR_KEY: &str = "TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR";
 /// The per-robot schema key (personal namespaces default it).
 pub const DB_SCHEMA_KEY: &str = "TFS_ROBOT__DB_SCHEMA";
@@ -351,7 +351,7 @@ pub fn bucket(server: &str) -> String {
     if server.len() < 3 { format!("{server}.robot") } else { server.to_owned() }
 }
 
-/// The ConfigMap data: `configData`, with the injected keys (DESIGN §4.3). The cache directory
+/// The ConfigMap data: `configData`, with the injected keys, which win over configData. The cache directory
 /// always wins; in a personal namespace the schema defaults to the server name with `-` -> `_`.
 #[must_use]
 pub fn config_data(server: &str, spec: &ServerSpec, tenant: &TenantSpec) -> BTreeMap<String, String> {
@@ -365,7 +365,7 @@ pub fn config_data(server: &str, spec: &ServerSpec, tenant: &TenantSpec) -> BTre
     data
 }
 
-/// `config.toml` (DESIGN §4.2): the connection details of the middleware the tenant enables,
+/// `config.toml`: the connection details of the middleware the tenant enables,
 /// with `confzData` deep-merged over it (tables merge, other values replace).
 ///
 /// # Errors
@@ -456,7 +456,7 @@ fn merge(base: &mut toml::Table, overrides: toml::Table) {
 }
 
 /// `amqp://user:password@host:5672/vhost`, user, password and vhost percent-encoded; the default
-/// vhost `/` is written as the empty path (`…:5672/`, as DESIGN §4.2 shows).
+/// vhost `/` is written as the empty path (`…:5672/`), the form the robot's config expects.
 #[must_use]
 pub fn broker_url(user: &str, password: &str, host: &str, vhost: &str) -> String {
     let vhost = if vhost == "/" { String::new() } else { percent_encode(vhost) };

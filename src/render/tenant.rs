@@ -1,4 +1,4 @@
-//! The tenant-level components (seed 000's TFRTenant table and graph, DESIGN §2.3, §4, §4.1),
+//! The tenant-level components (what a TFRTenant installs and what each waits for: docs/components.md),
 //! rendered once per tenant namespace: personal tenants of one function share
 //! `personal-<function>` and its middleware (validation guarantees they agree).
 
@@ -13,7 +13,7 @@ use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};
 use zeroize::Zeroizing;
 
-/// The PostgreSQL user every robot connects as (DESIGN §4.1).
+/// The database owner: the PostgreSQL user enterprise robots connect as.
 pub const DATABASE_USER: &str = "app_user";
 /// Namespaces whose workloads a tenant's mesh policy admits besides its own (monitoring).
 pub const MONITORING_NAMESPACES: &[&str] = &["istio-system", "monitoring"];

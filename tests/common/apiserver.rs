@@ -160,7 +160,7 @@ impl Server {
         // Ready once the namespaces the apiserver itself creates exist (its post-start hooks ran).
         let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
         while namespaces.get_opt("default").await.ok().flatten().is_none() {
-            assert!(started.elapsed() < Duration::from_secs(120), "the apiserver did not come up: {}", server.log());
+            assert!(started.elapsed() < Duration::from_secs(300), "the apiserver did not come up: {}", server.log());
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
         server
