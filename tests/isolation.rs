@@ -672,7 +672,9 @@ fn the_db_init_job_is_idempotent_and_isolates_robots_on_a_real_postgresql() {
 /// A stand-in for the pinned `mc` (RELEASE.2025-04-16T18-13-26Z): the commands the Job runs,
 /// over a JSON state. Like the real one, `mb --ignore-existing` keeps a bucket, `admin policy
 /// create` replaces a policy, `admin user add` sets the secret key of an existing user (from
-/// the third argument, or stdin), and `admin policy attach` of an attached policy succeeds.
+/// the third argument, or stdin), and `admin policy attach` of an attached policy fails as the
+/// MinIO server answers it (`XMinioAdminPolicyChangeAlreadyApplied`, "The specified policy
+/// change is already in effect."), which the Job must take as done.
 /// Every command line is recorded.
 const FAKE_MC: &str = r#"
 import json, os, sys
@@ -719,6 +721,8 @@ if args[:3] == ["admin", "policy", "attach"] and args[-2] == "--user":
     policies = args[4:-2]
     if user is None or any(p not in state["policies"] for p in policies):
         done(1, "no such user or policy")
+    if all(p in user["policies"] for p in policies):
+        done(1, "The specified policy change is already in effect.")
     for p in policies:
         if p not in user["policies"]:
             user["policies"].append(p)

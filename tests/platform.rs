@@ -298,3 +298,24 @@ fn versions_hold_field_by_field() {
     assert_eq!(versions.get("rabbitmq-cluster-operator"), Some(&pinned("rabbitmq-cluster-operator")), "{versions:?}");
     assert_eq!(versions.get("istiod"), Some(&pinned("istio")), "{versions:?}");
 }
+
+#[test]
+fn what_a_job_writes_outlives_a_restart_and_the_operators_come_up_in_order() {
+    for (fixture, tree) in all() {
+        // Grafana keeps its database (the service accounts and tokens the Jobs create) on a volume.
+        for (file, release) in of_kind(&tree, "HelmRelease").filter(|(_, o)| o["spec"]["releaseName"] == "grafana") {
+            assert_eq!(release["spec"]["values"]["persistence"]["enabled"], true, "{fixture}: {file}");
+            assert_eq!(release["spec"]["values"]["deploymentStrategy"]["type"], "Recreate", "{fixture}: {file}");
+        }
+        // The topology operator's base has no Namespace of its own: it comes after the cluster
+        // operator's, which creates `rabbitmq-system`.
+        for (file, kustomization) in
+            of_kind(&tree, "Kustomization").filter(|(_, o)| o["metadata"]["name"] == "rabbitmq-messaging-topology-operator")
+        {
+            assert_eq!(kustomization["spec"]["dependsOn"][0]["name"], "rabbitmq-cluster-operator", "{fixture}: {file}");
+        }
+        for (file, application) in of_kind(&tree, "Application").filter(|(f, _)| f.contains("messaging-topology-operator-manifests")) {
+            assert_eq!(application["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"], "1", "{fixture}: {file}");
+        }
+    }
+}
