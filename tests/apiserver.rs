@@ -435,3 +435,36 @@ fn the_catalog_pins_the_releases_the_tests_register() {
         assert_eq!(versions, vec![version.clone()], "catalog row `{name}` pins {version}; the registered upstream release is {versions:?}");
     }
 }
+
+/// Every duration `pattern` of the pinned Flux HelmRelease and Kustomization CRDs (where a
+/// timeout lands) is the spec's: what validates is what Flux accepts.
+#[test]
+fn flux_crds_accept_exactly_the_spec_grammar() {
+    fn patterns<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(pattern) = map.get("pattern").and_then(Value::as_str) {
+                    out.push(pattern);
+                }
+                map.values().for_each(|v| patterns(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| patterns(v, out)),
+            _ => {}
+        }
+    }
+    let Some(upstream) = apiserver::upstream() else { return };
+    let mut checked = 0;
+    for crd in apiserver::pinned_crds(&upstream) {
+        let group = crd["spec"]["group"].as_str().unwrap();
+        if !["helm.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io"].contains(&group) {
+            continue;
+        }
+        let mut found = Vec::new();
+        patterns(&crd["spec"]["versions"], &mut found);
+        for pattern in found.into_iter().filter(|p| p.contains("(ms|s|m|h)")) {
+            assert_eq!(pattern, tfrs_gitops::spec::duration::GO_PATTERN, "{}", crd["metadata"]["name"]);
+            checked += 1;
+        }
+    }
+    assert!(checked > 3, "only {checked} duration patterns in the pinned Flux CRDs");
+}

@@ -638,33 +638,6 @@ mod tests {
         assert_eq!(retention["minLength"], Json::from(1), "{retention}");
     }
 
-    /// Every duration `pattern` of the pinned Flux HelmRelease and Kustomization CRDs (where a
-    /// timeout lands) is the spec's: what validates is what Flux accepts. Needs the pinned
-    /// upstream copies beside the checkout; skipped without them, except under `CI=true`.
-    #[test]
-    fn flux_crds_accept_exactly_the_spec_grammar() {
-        let upstream = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/upstream");
-        let mut checked = 0;
-        for controller in ["flux-helm-controller", "flux-kustomize-controller"] {
-            let Ok(versions) = std::fs::read_dir(upstream.join(controller)) else { continue };
-            for version in versions.flatten() {
-                for file in std::fs::read_dir(version.path().join("crds")).into_iter().flatten().flatten() {
-                    let text = std::fs::read_to_string(file.path()).unwrap_or_default();
-                    for line in text.lines().filter_map(|l| l.trim().strip_prefix("pattern: ")) {
-                        if line.contains("(ms|s|m|h)") {
-                            assert_eq!(line, duration::GO_PATTERN, "{}", file.path().display());
-                            checked += 1;
-                        }
-                    }
-                }
-            }
-        }
-        if checked == 0 {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "the pinned Flux CRDs are required under CI=true");
-            eprintln!("skipping: the pinned Flux CRDs (needs ../shared/upstream beside the checkout)");
-        }
-    }
-
     #[test]
     fn joins_paths() {
         assert_eq!(join("", "spec"), "spec");
