@@ -7,6 +7,7 @@ pub mod duration;
 pub mod explain;
 pub mod load;
 pub mod model;
+mod prerequisites;
 pub mod schema;
 pub mod yaml;
 
