@@ -434,6 +434,27 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
         data: data.into_iter().map(|(k, v)| (k.to_owned(), Zeroizing::new(v.to_vec()))).collect(),
         ..PlainSecret::default()
     };
+    // A database's Secrets: the owner's credentials, then each personal robot's role (CNPG sets
+    // its password from the Secret named in the Cluster's managed roles: `username` must be the
+    // role).
+    let database = |short: &str, owner: Option<&Zeroizing<String>>, password: fn(&Robot) -> Option<&Zeroizing<String>>| {
+        let owner = owner.map(|p| {
+            secret(
+                format!("{namespace}-{short}-credentials"),
+                "kubernetes.io/basic-auth",
+                vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())],
+            )
+        });
+        let robots = credentials.robots.iter().filter_map(|(server, robot)| {
+            let password = password(robot)?;
+            Some(secret(
+                robot_role_secret(server, short),
+                "kubernetes.io/basic-auth",
+                vec![("username", robot.role.as_bytes()), ("password", password.as_bytes())],
+            ))
+        });
+        owner.into_iter().chain(robots).collect::<Vec<_>>()
+    };
     match component {
         "namespace" => pull
             .map(|pull| {
@@ -443,48 +464,8 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
             })
             .into_iter()
             .collect(),
-        // The owner's credentials, then each personal robot's role (CNPG sets its password from
-        // the Secret named in the Cluster's managed roles: `username` must be the role).
-        "postgresql" => credentials
-            .postgresql
-            .iter()
-            .map(|p| {
-                secret(
-                    format!("{namespace}-pg-credentials"),
-                    "kubernetes.io/basic-auth",
-                    vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())],
-                )
-            })
-            .chain(credentials.robots.iter().filter_map(|(server, robot)| {
-                let password = robot.postgresql.as_ref()?;
-                let role = robot.role.as_bytes();
-                Some(secret(
-                    robot_role_secret(server, "pg"),
-                    "kubernetes.io/basic-auth",
-                    vec![("username", role), ("password", password.as_bytes())],
-                ))
-            }))
-            .collect(),
-        "timescaledb" => credentials
-            .timescaledb
-            .iter()
-            .map(|p| {
-                secret(
-                    format!("{namespace}-ts-credentials"),
-                    "kubernetes.io/basic-auth",
-                    vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())],
-                )
-            })
-            .chain(credentials.robots.iter().filter_map(|(server, robot)| {
-                let password = robot.timescaledb.as_ref()?;
-                let role = robot.role.as_bytes();
-                Some(secret(
-                    robot_role_secret(server, "ts"),
-                    "kubernetes.io/basic-auth",
-                    vec![("username", role), ("password", password.as_bytes())],
-                ))
-            }))
-            .collect(),
+        "postgresql" => database("pg", credentials.postgresql.as_ref(), |robot| robot.postgresql.as_ref()),
+        "timescaledb" => database("ts", credentials.timescaledb.as_ref(), |robot| robot.timescaledb.as_ref()),
         "redis" => credentials
             .redis
             .iter()
