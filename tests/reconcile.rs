@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
+use tfrs_gitops::object::ObjectId;
 use tfrs_gitops::reconcile::apply::Target;
-use tfrs_gitops::reconcile::plan::{ObjectRef, Plan, Rollout};
+use tfrs_gitops::reconcile::rollout::{Plan, Rollout};
 use tfrs_gitops::reconcile::{ComponentResult, Event, Mode, Options, Outcome, Reason, Status, reconcile};
 
 const LABELS: &str = r#"{"app.kubernetes.io/managed-by": "tfrs", "tfrs.turingfocus.cn/cluster": "small"}"#;
@@ -77,14 +78,14 @@ fn rollout(components: &[(&str, Vec<&str>, Vec<Value>)]) -> Rollout {
     let plan = json!({"cluster": "small", "components": components.iter().map(|(id, deps, objects)| json!({
         "id": id, "path": format!("components/{id}"), "dependsOn": deps,
         "objects": objects.iter().map(|o| {
-            let r = ObjectRef::of(o);
+            let r = ObjectId::of(o);
             json!({"apiVersion": r.api_version, "kind": r.kind, "namespace": r.namespace, "name": r.name, "file": format!("{id}/{}-{}.yaml", r.kind.to_lowercase(), r.name)})
         }).collect::<Vec<_>>()
     })).collect::<Vec<_>>()});
     let mut files = BTreeMap::new();
     for (id, _, objects) in components {
         for o in objects {
-            let r = ObjectRef::of(o);
+            let r = ObjectId::of(o);
             files.insert(format!("{id}/{}-{}.yaml", r.kind.to_lowercase(), r.name), serde_json::to_vec(o).expect("json"));
         }
     }
@@ -98,14 +99,14 @@ fn write_dir(components: &[(&str, Vec<&str>, Vec<Value>)], dir: &Path) {
     let plan = json!({"cluster": "small", "components": components.iter().map(|(id, deps, objects)| json!({
         "id": id, "path": format!("components/{id}"), "dependsOn": deps,
         "objects": objects.iter().map(|o| {
-            let r = ObjectRef::of(o);
+            let r = ObjectId::of(o);
             json!({"apiVersion": r.api_version, "kind": r.kind, "namespace": r.namespace, "name": r.name, "file": format!("{id}/{}-{}.yaml", r.kind.to_lowercase(), r.name)})
         }).collect::<Vec<_>>()
     })).collect::<Vec<_>>()});
     for (id, _, objects) in components {
         std::fs::create_dir_all(dir.join(id)).expect("mkdir");
         for o in objects {
-            let r = ObjectRef::of(o);
+            let r = ObjectId::of(o);
             std::fs::write(dir.join(format!("{id}/{}-{}.yaml", r.kind.to_lowercase(), r.name)), serde_json::to_vec(o).expect("json"))
                 .expect("write");
         }
@@ -138,7 +139,7 @@ fn assert_order(sim: &Sim, rollout: &Rollout) {
         .components
         .iter()
         .zip(&rollout.objects)
-        .map(|(c, objects)| (c.id.as_str(), objects.iter().map(|o| ObjectRef::of(o).id()).collect()))
+        .map(|(c, objects)| (c.id.as_str(), objects.iter().map(|o| ObjectId::of(o).to_string()).collect()))
         .collect();
     let mut edges = 0;
     for component in &rollout.plan.components {
@@ -192,7 +193,7 @@ async fn demo_plan_respects_every_edge_and_overlaps_parallel_branches() {
     prepare_demo(&sim, &rollout);
     for (i, object) in rollout.objects.iter().flatten().enumerate() {
         // Recorded, varied delays: 10..=100 ms.
-        sim.behave(&ObjectRef::of(object).id(), Behaviour::ReadyAfter(Duration::from_millis(10 + (i as u64 * 37) % 91)));
+        sim.behave(&ObjectId::of(object).to_string(), Behaviour::ReadyAfter(Duration::from_millis(10 + (i as u64 * 37) % 91)));
     }
     let (outcome, _) = run(&sim, &rollout, &Options { concurrency: 8, ..options() }).await;
     assert!(outcome.is_ready(), "{:?}", outcome.failures());
@@ -206,7 +207,7 @@ async fn demo_plan_respects_every_edge_and_overlaps_parallel_branches() {
         .iter()
         .enumerate()
         .map(|(i, objects)| {
-            let ids: Vec<String> = objects.iter().map(|o| ObjectRef::of(o).id()).collect();
+            let ids: Vec<String> = objects.iter().map(|o| ObjectId::of(o).to_string()).collect();
             let start = ids.iter().filter_map(|o| lives[o].applied).min().expect("start");
             let end = ids.iter().filter_map(|o| lives[o].ready).max().expect("end");
             (i, start, end)
@@ -526,7 +527,7 @@ async fn sops_secrets_are_refused_or_decrypted_with_an_age_identity() {
     prepare_demo(&sim, &rollout);
     let (outcome, _) = run(&sim, &rollout, &Options { concurrency: 16, ..options() }).await;
     assert!(outcome.is_ready(), "{:?}", outcome.failures());
-    let applied = sim.object(&ObjectRef::of(secrets[0]).id()).expect("the Secret was applied");
+    let applied = sim.object(&ObjectId::of(secrets[0]).to_string()).expect("the Secret was applied");
     assert!(applied.get("sops").is_none());
 }
 
@@ -563,7 +564,7 @@ fn custom_kinds(rollout: &Rollout) -> Vec<(String, String, bool)> {
         .objects
         .iter()
         .flatten()
-        .map(ObjectRef::of)
+        .map(ObjectId::of)
         .filter(|r| r.api_version.split_once('/').is_some_and(|(g, _)| g.contains('.') && !g.ends_with(".k8s.io")))
         .map(|r| (r.api_version.clone(), r.kind.clone(), r.namespace().is_some()))
         .collect();
@@ -598,7 +599,7 @@ async fn bench_wall_time_vs_critical_path() {
         (0..rollout.plan.components.len()).map(|i| Duration::from_millis(unit * (1 + (i as u64 * 7) % 9))).collect();
     for (objects, delay) in rollout.objects.iter().zip(&delays) {
         for object in objects {
-            sim.behave(&ObjectRef::of(object).id(), Behaviour::ReadyAfter(*delay));
+            sim.behave(&ObjectId::of(object).to_string(), Behaviour::ReadyAfter(*delay));
         }
     }
     let concurrency: usize = std::env::var("TFRS_BENCH_CONCURRENCY").ok().and_then(|c| c.parse().ok()).unwrap_or(64);

@@ -4,12 +4,11 @@
 
 use super::Status;
 use super::args::AuditArgs;
-use super::commit::open;
-use super::inputs;
-use super::render::load;
+use super::stages::load;
 use crate::audit::{Needle, Scanner};
 use crate::git::remote;
 use crate::render::{Options, render};
+use crate::source::inputs;
 use anyhow::{Context as _, bail};
 use git2::{ObjectType, Oid, Repository, Tree};
 use std::collections::HashSet;
@@ -39,7 +38,7 @@ pub fn run(args: &AuditArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
         .map(|r| Needle { path: r.path.clone(), value: r.value.clone() })
         .collect();
     let scanner = Scanner::new(&needles);
-    let (repo, is_url) = open(&args.repo)?;
+    let (repo, is_url) = crate::git::open(&args.repo)?;
     let tip = if is_url {
         remote::fetch(&repo, "origin", &args.reference)?.with_context(|| format!("`{}` has no branch `{}`", args.repo, args.reference))?
     } else {

@@ -1,11 +1,13 @@
-//! `tfrs diff`: load -> render against a ref -> compare per object -> text, markdown or JSON.
+//! `tfrs diff`: load -> build (render, lay out) -> seal against a ref -> compare per object ->
+//! text, markdown or JSON.
 
 use super::Status;
 use super::args::{DiffArgs, DiffFormat};
-use super::commit::open;
-use super::render::{load, render_tree_with};
-use crate::git::diff::{Change, Diff, Entry, SealedChange, counts_text, diff};
-use crate::git::{cluster_dirs, previous_object, read_files, remote};
+use super::stages::{load, report};
+use crate::git::{previous_object, read_files, remote};
+use crate::pipeline::{self, Setup};
+use crate::tree::diff::{Change, Diff, Entry, SealedChange, counts_text, diff};
+use crate::tree::layout::cluster_dirs;
 use anyhow::Context as _;
 use serde_json::json;
 use std::io::{IsTerminal, Write};
@@ -18,62 +20,70 @@ pub fn run(args: &DiffArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Error);
     };
-    let (repo, is_url) = open(&args.repo)?;
-    let commit = if is_url {
-        let tip = remote::fetch(&repo, "origin", &args.reference)?;
-        let tip = tip.with_context(|| format!("`{}` has no branch `{}`", args.repo, args.reference))?;
-        repo.find_commit(tip)?
-    } else {
-        repo.revparse_single(&args.reference)
-            .and_then(|object| object.peel_to_commit())
-            .map_err(|source| crate::git::Error::Resolve { name: args.reference.clone(), source })?
-    };
+    let (repo, is_url) = crate::git::open(&args.repo)?;
+    let commit = resolve(&repo, is_url, args)?;
     let tree = commit.tree()?;
-    let previous = |path: &str| previous_object(&repo, &tree, path);
-    let Some(files) = render_tree_with(
-        &spec,
-        &bundle,
-        args.settings.templates.as_deref(),
-        args.settings.master_key_file.as_deref(),
-        args.settings.allow_outside,
-        &previous,
-    )?
-    else {
-        return Ok(Status::Error);
+    let settings = &args.settings;
+    let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
+    let mut rendered = match pipeline::build(&spec, &bundle, &setup, None) {
+        Ok(built) => built.tree,
+        Err(failure) => {
+            report(failure, &bundle)?;
+            return Ok(Status::Error);
+        }
     };
-    let mut old = crate::git::diff::Files::new();
-    for dir in cluster_dirs(&files) {
+    let previous = |path: &str| previous_object(&repo, &tree, path);
+    rendered.seal(&previous, &mut crate::source::inputs::system_rng())?;
+    let files = rendered.files();
+    let mut old = crate::tree::Files::new();
+    for dir in cluster_dirs(files) {
         old.extend(read_files(&repo, &tree, &dir)?);
     }
-    let found = diff(&old, &files);
+    let found = diff(&old, files);
     let text = match args.format {
         DiffFormat::Text => {
             let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
             text(&found, &args.reference, colour)
         }
         DiffFormat::Markdown => markdown(&found, &args.reference),
-        DiffFormat::Json => {
-            let document = json!({
-                "schema": "tfrs.diff/v1",
-                "ref": args.reference,
-                "commit": commit.id().to_string(),
-                "changed": !found.is_empty(),
-                "totals": found.totals(),
-                "components": found.components().into_iter().map(|((cluster, component), counts)| json!({
-                    "cluster": cluster,
-                    "component": component,
-                    "added": counts.added,
-                    "changed": counts.changed,
-                    "removed": counts.removed,
-                    "secrets": counts.secrets,
-                })).collect::<Vec<_>>(),
-                "objects": found.entries,
-            });
-            format!("{}\n", serde_json::to_string_pretty(&document)?)
-        }
+        DiffFormat::Json => json_report(&found, &args.reference, commit.id()),
     };
     stdout.write_all(text.as_bytes())?;
     Ok(if found.is_empty() { Status::Success } else { Status::Failure })
+}
+
+/// The commit `--ref` names: a branch fetched from a URL, or any revision of a local repository.
+fn resolve<'r>(repo: &'r git2::Repository, is_url: bool, args: &DiffArgs) -> anyhow::Result<git2::Commit<'r>> {
+    if is_url {
+        let tip = remote::fetch(repo, "origin", &args.reference)?;
+        let tip = tip.with_context(|| format!("`{}` has no branch `{}`", args.repo, args.reference))?;
+        return Ok(repo.find_commit(tip)?);
+    }
+    Ok(repo
+        .revparse_single(&args.reference)
+        .and_then(|object| object.peel_to_commit())
+        .map_err(|source| crate::git::Error::Resolve { name: args.reference.clone(), source })?)
+}
+
+/// The `tfrs.diff/v1` JSON document.
+fn json_report(found: &Diff, reference: &str, commit: git2::Oid) -> String {
+    let document = json!({
+        "schema": "tfrs.diff/v1",
+        "ref": reference,
+        "commit": commit.to_string(),
+        "changed": !found.is_empty(),
+        "totals": found.totals(),
+        "components": found.components().into_iter().map(|((cluster, component), counts)| json!({
+            "cluster": cluster,
+            "component": component,
+            "added": counts.added,
+            "changed": counts.changed,
+            "removed": counts.removed,
+            "secrets": counts.secrets,
+        })).collect::<Vec<_>>(),
+        "objects": found.entries,
+    });
+    format!("{}\n", serde_json::to_string_pretty(&document).unwrap_or_default())
 }
 
 fn sigil(change: Change) -> char {
@@ -151,6 +161,27 @@ fn markdown(found: &Diff, reference: &str) -> String {
         out.push_str("No changes.\n");
         return out;
     }
+    markdown_table(found, &mut out);
+    let mut left_out = 0;
+    for entry in &found.entries {
+        let details = markdown_details(entry);
+        if out.len() + details.len() > MARKDOWN_BUDGET {
+            left_out += 1;
+        } else {
+            out.push_str(&details);
+        }
+    }
+    if left_out > 0 {
+        out.push_str(&format!(
+            "_{left_out} more object{} not shown (comment size limit); run `tfrs diff` for all of them._\n",
+            if left_out == 1 { "" } else { "s" }
+        ));
+    }
+    out
+}
+
+/// The totals and one table row per component.
+fn markdown_table(found: &Diff, out: &mut String) {
     let components = found.components();
     out.push_str(&format!(
         "**{}** in {} component{}.\n\n",
@@ -176,38 +207,28 @@ fn markdown(found: &Diff, reference: &str) -> String {
         ));
     }
     out.push('\n');
-    let mut left_out = 0;
-    for entry in &found.entries {
-        let mut details = format!(
-            "<details>\n<summary>{} <code>{}</code> ({} <code>{}</code>)</summary>\n\n",
-            entry.change,
-            escape_html(&entry.title()),
-            escape_html(&entry.cluster),
-            escape_html(&entry.component)
-        );
-        for sealed in &entry.sealed {
-            let mark = if sealed.change == SealedChange::Unchanged { "" } else { "**" };
-            details.push_str(&format!("- `{}`: {mark}`<sealed: {}>`{mark}\n", sealed.key, sealed.change));
-        }
-        if !entry.sealed.is_empty() {
-            details.push('\n');
-        }
-        if !entry.diff.is_empty() {
-            let fence = fence(&entry.diff);
-            details.push_str(&format!("{fence}diff\n{}{}{fence}\n\n", entry.diff, if entry.diff.ends_with('\n') { "" } else { "\n" }));
-        }
-        details.push_str("</details>\n\n");
-        if out.len() + details.len() > MARKDOWN_BUDGET {
-            left_out += 1;
-        } else {
-            out.push_str(&details);
-        }
+}
+
+/// One object's collapsed `<details>`: its sealed values, then its unified diff.
+fn markdown_details(entry: &Entry) -> String {
+    let mut details = format!(
+        "<details>\n<summary>{} <code>{}</code> ({} <code>{}</code>)</summary>\n\n",
+        entry.change,
+        escape_html(&entry.title()),
+        escape_html(&entry.cluster),
+        escape_html(&entry.component)
+    );
+    for sealed in &entry.sealed {
+        let mark = if sealed.change == SealedChange::Unchanged { "" } else { "**" };
+        details.push_str(&format!("- `{}`: {mark}`<sealed: {}>`{mark}\n", sealed.key, sealed.change));
     }
-    if left_out > 0 {
-        out.push_str(&format!(
-            "_{left_out} more object{} not shown (comment size limit); run `tfrs diff` for all of them._\n",
-            if left_out == 1 { "" } else { "s" }
-        ));
+    if !entry.sealed.is_empty() {
+        details.push('\n');
     }
-    out
+    if !entry.diff.is_empty() {
+        let fence = fence(&entry.diff);
+        details.push_str(&format!("{fence}diff\n{}{}{fence}\n\n", entry.diff, if entry.diff.ends_with('\n') { "" } else { "\n" }));
+    }
+    details.push_str("</details>\n\n");
+    details
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 
 /// Runs `tfrs graph`.
 pub fn run(args: &GraphArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, _bundle)) = super::render::load(&args.inputs, &args.overlays)? else {
+    let Some((spec, _bundle)) = super::stages::load(&args.inputs, &args.overlays)? else {
         return Ok(Status::Failure);
     };
     // One document for every cluster: with several, component ids are prefixed by the cluster.

@@ -3,8 +3,9 @@
 use super::Status;
 use super::args::{ProgressFormat, ReconcileArgs};
 use crate::reconcile::apply::Target;
-use crate::reconcile::plan::{Plan, Rollout};
+use crate::reconcile::rollout::Rollout;
 use crate::reconcile::{self, ComponentResult, Event, Mode, Options, Outcome, format_duration};
+use crate::tree::{Plan, layout, write};
 use anyhow::{Context as _, bail};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::{BTreeMap, HashMap};
@@ -87,7 +88,7 @@ fn load(args: &ReconcileArgs) -> anyhow::Result<Option<Rollout>> {
         && dir.is_dir()
         && (dir.join("plan.json").is_file() || dir.join("clusters").is_dir())
     {
-        super::output::check_settled(dir)?;
+        write::check_settled(dir)?;
         let cluster_dir = if dir.join("plan.json").is_file() {
             dir.clone()
         } else {
@@ -101,7 +102,7 @@ fn load(args: &ReconcileArgs) -> anyhow::Result<Option<Rollout>> {
         };
         let plan_path = cluster_dir.join("plan.json");
         let bytes = std::fs::read(&plan_path).with_context(|| format!("cannot read `{}`", plan_path.display()))?;
-        let plan = Plan::parse(&bytes).with_context(|| format!("`{}`", plan_path.display()))?;
+        let plan = Plan::parse(&bytes).context("`plan.json` is not a valid plan").with_context(|| format!("`{}`", plan_path.display()))?;
         if let Some(wanted) = &args.cluster
             && wanted != &plan.cluster
         {
@@ -112,20 +113,25 @@ fn load(args: &ReconcileArgs) -> anyhow::Result<Option<Rollout>> {
             Rollout::load(plan, &read, identity).with_context(|| format!("cannot load the plan in `{}`", cluster_dir.display()))?;
         return Ok(Some(rollout));
     }
-    let Some((spec, bundle)) = super::render::load(&args.inputs, &args.overlays)? else {
+    let Some((spec, bundle)) = super::stages::load(&args.inputs, &args.overlays)? else {
         return Ok(None);
     };
     // NB: sealing afresh (no previous tree) only changes ciphertext, which the controller
     // unseals to the same Secret.
-    let Some(files) = super::render::render_tree(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), &|_| None)?
-    else {
-        return Ok(None);
+    let setup = crate::pipeline::Setup::new(args.templates.as_deref(), args.master_key_file.as_deref(), false)?;
+    let tree = match crate::pipeline::build_sealed(&spec, &bundle, &setup) {
+        Ok(tree) => tree,
+        Err(failure) => {
+            super::stages::report(failure, &bundle)?;
+            return Ok(None);
+        }
     };
-    let names = Rollout::clusters(&files);
+    let mut names: Vec<String> = tree.clusters().map(str::to_owned).collect();
+    names.sort();
     let cluster = pick(&names, args.cluster.as_deref(), Path::new("the inputs"))?;
-    let prefix = format!("clusters/{cluster}/");
-    let plan_bytes = files.get(&format!("{prefix}plan.json")).context("the render produced no plan")?;
-    let plan = Plan::parse(plan_bytes)?;
+    let plan = tree.plans().iter().find(|plan| plan.cluster == cluster).context("the render produced no plan")?.clone();
+    let prefix = format!("{}/", layout::cluster_dir(&cluster));
+    let files = tree.files();
     let read = |relative: &str| files.get(&format!("{prefix}{relative}")).cloned();
     Ok(Some(Rollout::load(plan, &read, identity).context("cannot load the rendered plan")?))
 }

@@ -11,7 +11,7 @@ use std::io::Write;
 /// Runs `tfrs validate`: the report goes to stderr, the summary and `--explain` to stdout.
 pub fn run(args: &ValidateArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
     let bundle = source::read(&args.inputs, &args.overlays)?;
-    let loaded = super::render::load_with_clock(&bundle);
+    let loaded = crate::pipeline::validate(&bundle);
     let shown: Vec<_> = loaded.diagnostics.iter().filter(|d| !(args.quiet && d.severity == Severity::Warning)).cloned().collect();
     let report = render(&shown, &bundle);
     let errors = loaded.error_count();

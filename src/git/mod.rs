@@ -1,16 +1,15 @@
-//! Git: commit the rendered tree to a branch ([`commit`]), compare a render with a ref
-//! ([`diff`], pure), and talk to remotes ([`remote`]).
+//! Git: commit the rendered tree to a branch ([`commit`]), read a ref's rendered files for a
+//! diff, and talk to remotes ([`remote`]).
 //!
 //! Commits are built from in-memory trees: the blob, tree and commit objects a commit adds are
 //! written into the object database as one pack ([`pack`]), so a bare repository works and no
 //! work tree is ever needed.
 
 pub mod commit;
-pub mod diff;
 pub mod pack;
 pub mod remote;
 
-use diff::Files;
+use crate::tree::Files;
 use git2::{ObjectType, Repository, Tree};
 use serde_json::Value as Json;
 use std::path::PathBuf;
@@ -27,6 +26,9 @@ pub enum Error {
         #[source]
         source: git2::Error,
     },
+    /// Neither `XDG_CACHE_HOME` nor `HOME` names a directory for the clone cache.
+    #[error("no cache directory for the clone: set `XDG_CACHE_HOME` or `HOME`")]
+    NoCacheDir,
     /// The clone cache directory cannot be created.
     #[error("cannot create the clone cache `{}`", path.display())]
     Cache {
@@ -125,9 +127,9 @@ pub enum Error {
     /// `--author` is not `Name <email>`.
     #[error("`--author` must look like `Name <email>`")]
     BadAuthor,
-    /// Rendering failed (the cause says how).
-    #[error("render failed")]
-    Render(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Sealing the tree against the branch failed (the cause says how).
+    #[error("sealing failed")]
+    Seal(#[source] Box<crate::tree::Error>),
 }
 
 /// The result type of this module.
@@ -173,6 +175,28 @@ impl Author {
     }
 }
 
+/// Where URL repositories are cloned: `$XDG_CACHE_HOME`, else `~/.cache`.
+fn cache_root() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let home = std::env::var_os("HOME").filter(|d| !d.is_empty()).ok_or(Error::NoCacheDir)?;
+    Ok(PathBuf::from(home).join(".cache"))
+}
+
+/// Opens `--repo`: a local repository, or the cached clone of a URL (then `true`).
+///
+/// # Errors
+///
+/// The repository cannot be opened, or the clone cache cannot be made.
+pub fn open(repo: &str) -> Result<(Repository, bool)> {
+    if remote::is_url(repo) {
+        return Ok((remote::cache(repo, &cache_root()?)?, true));
+    }
+    let repository = Repository::open(repo).map_err(|source| Error::Open { path: repo.to_owned(), source })?;
+    Ok((repository, false))
+}
+
 /// The object stored at `path` in `tree`, parsed as the render's `previous` lookup expects.
 #[must_use]
 pub fn previous_object(repo: &Repository, tree: &Tree<'_>, path: &str) -> Option<Json> {
@@ -214,21 +238,4 @@ pub(crate) fn file_ids(
         }
         git2::TreeWalkResult::Ok
     })
-}
-
-/// The cluster directories (`clusters/<cluster>`) that `files` fill.
-#[must_use]
-pub fn cluster_dirs(files: &Files) -> Vec<String> {
-    let mut dirs: Vec<String> = files
-        .keys()
-        .filter_map(|path| {
-            let mut parts = path.splitn(3, '/');
-            match (parts.next(), parts.next(), parts.next()) {
-                (Some("clusters"), Some(cluster), Some(_)) => Some(format!("clusters/{cluster}")),
-                _ => None,
-            }
-        })
-        .collect();
-    dirs.dedup();
-    dirs
 }

@@ -1,7 +1,7 @@
 //! The API side: discovery, server-side apply, reads, prune, with retries on transient errors.
 
-use super::plan::ObjectRef;
 use super::wait::group_of;
+use crate::object::ObjectId;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{self, ApiResource, Scope, verbs};
@@ -146,7 +146,7 @@ impl Target {
         Ok(entry)
     }
 
-    async fn api(&self, reference: &ObjectRef, deadline: Instant) -> Result<Api<DynamicObject>, Cause> {
+    async fn api(&self, reference: &ObjectId, deadline: Instant) -> Result<Api<DynamicObject>, Cause> {
         let (resource, namespaced) = self.resource(&reference.api_version, &reference.kind, deadline).await?;
         Ok(match (namespaced, reference.namespace()) {
             (true, Some(namespace)) => Api::namespaced_with(self.client.clone(), namespace, &resource),
@@ -162,7 +162,7 @@ impl Target {
     ///
     /// The server's refusal, or the last transient error at the deadline or after retries.
     pub async fn apply(&self, object: &Value, force: bool, dry_run: bool, deadline: Instant) -> Result<(Value, Change), Cause> {
-        let reference = ObjectRef::of(object);
+        let reference = ObjectId::of(object);
         let api = self.api(&reference, deadline).await?;
         let before = retry(deadline, ATTEMPTS, || api.get_opt(&reference.name)).await?;
         let mut params = PatchParams::apply(FIELD_MANAGER);
@@ -190,7 +190,7 @@ impl Target {
     /// # Errors
     ///
     /// The last error after retries (a kind not served counts as "not found").
-    pub async fn get(&self, reference: &ObjectRef, deadline: Instant) -> Result<Option<Value>, Cause> {
+    pub async fn get(&self, reference: &ObjectId, deadline: Instant) -> Result<Option<Value>, Cause> {
         let api = match self.api(reference, deadline).await {
             Ok(api) => api,
             Err(Cause::NotServed { .. }) => return Ok(None),
@@ -230,7 +230,7 @@ impl Target {
     /// # Errors
     ///
     /// The last error after retries.
-    pub async fn delete(&self, reference: &ObjectRef, deadline: Instant) -> Result<(), Cause> {
+    pub async fn delete(&self, reference: &ObjectId, deadline: Instant) -> Result<(), Cause> {
         let api = self.api(reference, deadline).await?;
         let params = DeleteParams::background();
         match retry(deadline, ATTEMPTS, || api.delete(&reference.name, &params)).await {
@@ -244,7 +244,7 @@ impl Target {
 /// An object without what every write changes (resourceVersion, managedFields, status).
 fn comparable(object: &Value) -> Value {
     let mut object = object.clone();
-    super::plan::strip(&mut object);
+    super::rollout::strip(&mut object);
     object
 }
 

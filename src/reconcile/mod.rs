@@ -22,14 +22,15 @@
 
 pub mod apply;
 pub mod order;
-pub mod plan;
+pub mod rollout;
 pub mod wait;
 
+use crate::object::ObjectId;
 use apply::{Cause, Change, Target};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use order::{Graph, Schedule};
-use plan::{ObjectRef, Rollout};
+use rollout::Rollout;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -293,8 +294,8 @@ pub fn default_timeout(objects: &[Value]) -> std::result::Result<Duration, (Stri
     const TEN_MINUTES: Duration = Duration::from_secs(600);
     let mut longest = FIVE_MINUTES;
     for object in objects {
-        let reference = ObjectRef::of(object);
-        let bad = |field, value: &Value, problem: String| (reference.id(), field, value.to_string(), problem);
+        let reference = ObjectId::of(object);
+        let bad = |field, value: &Value, problem: String| (reference.to_string(), field, value.to_string(), problem);
         let timeout = match (wait::group_of(&reference.api_version), reference.kind.as_str()) {
             ("helm.toolkit.fluxcd.io", "HelmRelease") => match object.pointer("/spec/timeout") {
                 None | Some(Value::Null) => FIVE_MINUTES,
@@ -493,7 +494,7 @@ impl Context {
         let mut planned_kinds = BTreeSet::new();
         let mut planned_namespaces = BTreeSet::new();
         for object in rollout.objects.iter().flatten() {
-            let reference = ObjectRef::of(object);
+            let reference = ObjectId::of(object);
             match (wait::group_of(&reference.api_version), reference.kind.as_str()) {
                 ("apiextensions.k8s.io", "CustomResourceDefinition") => {
                     let group = object.pointer("/spec/group").and_then(Value::as_str).unwrap_or("");
@@ -519,7 +520,7 @@ impl Context {
     }
 
     /// Whether a dry-run refusal is only because the plan has not created something yet.
-    fn awaits_plan(&self, reference: &ObjectRef, cause: &Cause) -> bool {
+    fn awaits_plan(&self, reference: &ObjectId, cause: &Cause) -> bool {
         match cause {
             Cause::NotServed { .. } => {
                 self.planned_kinds.contains(&(wait::group_of(&reference.api_version).to_owned(), reference.kind.clone()))
@@ -542,7 +543,7 @@ async fn run_component(
     report: &(dyn Fn(Status, String) + Sync),
 ) -> std::result::Result<[usize; 3], Failure> {
     let api_failure = |object: &Value, cause: Cause| {
-        let object = ObjectRef::of(object).id();
+        let object = ObjectId::of(object).to_string();
         // NB: a transient error that outlived the deadline is the component timing out (exit 1),
         // not the API server being unreachable.
         if cause.is_transient() && Instant::now() >= deadline {
@@ -553,11 +554,11 @@ async fn run_component(
     };
     let mut sorted: Vec<&Value> = objects.iter().collect();
     sorted.sort_by_key(|o| {
-        let reference = ObjectRef::of(o);
+        let reference = ObjectId::of(o);
         order::object_rank(&reference.api_version, &reference.kind)
     });
     let split = sorted.iter().position(|o| {
-        let reference = ObjectRef::of(o);
+        let reference = ObjectId::of(o);
         order::object_rank(&reference.api_version, &reference.kind) == 2
     });
     let (first, rest) = sorted.split_at(split.unwrap_or(sorted.len()));
@@ -568,7 +569,7 @@ async fn run_component(
             for object in &sorted {
                 match target.apply(object, options.force_conflicts, true, deadline).await {
                     Ok((_, change)) => changes[change as usize] += 1,
-                    Err(cause) if context.awaits_plan(&ObjectRef::of(object), &cause) => changes[Change::Created as usize] += 1,
+                    Err(cause) if context.awaits_plan(&ObjectId::of(object), &cause) => changes[Change::Created as usize] += 1,
                     Err(cause) => return Err(api_failure(object, cause)),
                 }
             }
@@ -605,7 +606,7 @@ async fn wait_ready(
     timeout: Duration,
     report: &(dyn Fn(Status, String) + Sync),
 ) -> std::result::Result<(), Failure> {
-    let references: Vec<ObjectRef> = objects.iter().map(|o| ObjectRef::of(o)).collect();
+    let references: Vec<ObjectId> = objects.iter().map(|o| ObjectId::of(o)).collect();
     let mut last: Vec<(Readiness, Vec<String>)> = vec![(Readiness::InProgress("not checked yet".into()), Vec::new()); objects.len()];
     let waiting_since = Instant::now();
     let mut shown = String::new();
@@ -627,7 +628,7 @@ async fn wait_ready(
                 Err(cause) => {
                     return Err(Failure {
                         component: component.to_owned(),
-                        reason: Reason::Api { object: reference.id(), cause },
+                        reason: Reason::Api { object: reference.to_string(), cause },
                         unready: Vec::new(),
                     });
                 }
@@ -639,10 +640,10 @@ async fn wait_ready(
                 .zip(&last)
                 .filter_map(|(reference, (readiness, conditions))| match readiness {
                     Readiness::Failed(reason) => {
-                        Some(Unready { object: reference.id(), reason: reason.clone(), conditions: conditions.clone() })
+                        Some(Unready { object: reference.to_string(), reason: reason.clone(), conditions: conditions.clone() })
                     }
                     Readiness::InProgress(reason) if !only_failed => {
-                        Some(Unready { object: reference.id(), reason: reason.clone(), conditions: conditions.clone() })
+                        Some(Unready { object: reference.to_string(), reason: reason.clone(), conditions: conditions.clone() })
                     }
                     _ => None,
                 })
@@ -679,7 +680,7 @@ async fn prune(target: &Target, rollout: &Rollout, graph: &Graph, options: &Opti
         .iter()
         .flatten()
         .map(|o| {
-            let r = ObjectRef::of(o);
+            let r = ObjectId::of(o);
             (wait::group_of(&r.api_version).to_owned(), r.kind.clone(), r.namespace().map(str::to_owned), r.name.clone())
         })
         .collect();
@@ -691,9 +692,9 @@ async fn prune(target: &Target, rollout: &Rollout, graph: &Graph, options: &Opti
         }
     };
     let _ = graph;
-    let mut doomed: Vec<ObjectRef> = live
+    let mut doomed: Vec<ObjectId> = live
         .iter()
-        .map(ObjectRef::of)
+        .map(ObjectId::of)
         .filter(|r| {
             !keep.contains(&(wait::group_of(&r.api_version).to_owned(), r.kind.clone(), r.namespace().map(str::to_owned), r.name.clone()))
         })
@@ -704,8 +705,8 @@ async fn prune(target: &Target, rollout: &Rollout, graph: &Graph, options: &Opti
     doomed.dedup();
     for reference in doomed {
         match target.delete(&reference, deadline).await {
-            Ok(()) => outcome.pruned.push(reference.id()),
-            Err(cause) => outcome.prune_failures.push(format!("`{}`: delete failed: {cause}", reference.id())),
+            Ok(()) => outcome.pruned.push(reference.to_string()),
+            Err(cause) => outcome.prune_failures.push(format!("`{}`: delete failed: {cause}", reference)),
         }
     }
 }
@@ -765,7 +766,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unreadable_timeout_stops_reconcile_before_any_request() {
-        let plan = plan::Plan::parse(
+        let plan = crate::tree::Plan::parse(
             br#"{"cluster": "c", "components": [{"id": "cluster/tfrs-operator", "objects": [
                 {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "namespace": "flux-system", "name": "op", "file": "op.yaml"}]}]}"#,
         )

@@ -1,7 +1,7 @@
 //! Pure ordering: the component graph, who may start next (longest remaining chain first), the
 //! order of objects inside a component, and the critical-path arithmetic of the benchmark.
 
-use super::plan::Plan;
+use super::rollout::Plan;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -257,7 +257,7 @@ pub fn level_by_level(graph: &Graph, durations: &[Duration]) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::plan::{Component, Plan};
+    use crate::reconcile::rollout::{Component, Plan};
 
     fn plan(edges: &[(&str, &[&str])]) -> Plan {
         Plan {

@@ -74,30 +74,30 @@ fn check(mut body: Json, scope: &Scope) -> Result<Resource, String> {
     let Some(resource) = Resource::from_json(&body).map_err(|e| format!("cannot write as YAML: {e}"))? else {
         return Err("missing identity fields".to_owned());
     };
-    if !is_dns_subdomain(&resource.name) {
-        return Err(format!("`{}`: name is not a DNS-1123 subdomain", resource.id()));
+    if !is_dns_subdomain(&resource.id.name) {
+        return Err(format!("`{}`: name is not a DNS-1123 subdomain", resource.id));
     }
-    if resource.kind == "Secret" && resource.api_version == "v1" {
-        return Err(format!("`{}`: templates must not produce Secrets; tfrs renders and seals them itself", resource.id()));
+    if resource.id.kind == "Secret" && resource.id.api_version == "v1" {
+        return Err(format!("`{}`: templates must not produce Secrets; tfrs renders and seals them itself", resource.id));
     }
-    if is_cluster_scoped(&resource.kind) {
-        if let Some(namespace) = &resource.namespace {
-            return Err(format!("`{}`: a cluster-scoped {} has no namespace, found `{namespace}`", resource.id(), resource.kind));
+    if is_cluster_scoped(&resource.id.kind) {
+        if let Some(namespace) = &resource.id.namespace {
+            return Err(format!("`{}`: a cluster-scoped {} has no namespace, found `{namespace}`", resource.id, resource.id.kind));
         }
-        let allowed = if resource.kind == "Namespace" {
-            scope.namespaces.contains(&resource.name)
+        let allowed = if resource.id.kind == "Namespace" {
+            scope.namespaces.contains(&resource.id.name)
         } else {
-            scope.cluster_kinds.contains(&resource.kind)
+            scope.cluster_kinds.contains(&resource.id.kind)
         };
         if !allowed {
-            return Err(format!("`{}`: component `{}` may not create this cluster-scoped object", resource.id(), scope.component));
+            return Err(format!("`{}`: component `{}` may not create this cluster-scoped object", resource.id, scope.component));
         }
     } else {
-        match &resource.namespace {
-            None => return Err(format!("`{}`: a namespaced object needs `metadata.namespace`", resource.id())),
+        match &resource.id.namespace {
+            None => return Err(format!("`{}`: a namespaced object needs `metadata.namespace`", resource.id)),
             Some(namespace) if !scope.namespaces.contains(namespace) => {
                 let allowed = scope.namespaces.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-                return Err(format!("`{}`: component `{}` may only touch namespaces {allowed}", resource.id(), scope.component));
+                return Err(format!("`{}`: component `{}` may only touch namespaces {allowed}", resource.id, scope.component));
             }
             Some(_) => {}
         }
@@ -178,7 +178,7 @@ mod tests {
             let text = format!(
                 "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: {name}, namespace: ns}}\nspec: {{template: {{spec: {{containers: [{{name: c, image: {image}}}]}}}}}}\n"
             );
-            objects("t", &text, &scope()).expect("a Job").remove(0).name
+            objects("t", &text, &scope()).expect("a Job").remove(0).id.name
         };
         let first = job("busybox:1", "robot-db-init");
         assert!(first.starts_with("robot-db-init-") && first.len() == "robot-db-init-".len() + 8, "{first}");

@@ -279,7 +279,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     if context.errors.len() > errors_before {
         return None;
     }
-    let gitops = super::tree::gitops_objects(context, cluster, &components, &values, &base_digest)?;
+    let gitops = super::gitops::gitops_objects(context, cluster, &components, &values, &base_digest)?;
     Some(RenderedCluster { name, engine: cluster_spec.gitops.engine, backend: cluster_spec.sealing.backend, components, graph, gitops })
 }
 

@@ -21,6 +21,7 @@
 //! no memo.
 
 use super::resource::Resource;
+use crate::object::ObjectId;
 use crate::secrets::derive::push_lp;
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
@@ -45,30 +46,25 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "Row", into = "Row")]
 pub struct Object {
-    /// `apiVersion`.
-    pub api_version: String,
-    /// `kind`.
-    pub kind: String,
-    /// `metadata.namespace`.
-    pub namespace: Option<String>,
-    /// `metadata.name`.
-    pub name: String,
+    /// The object.
+    pub id: ObjectId,
     /// The file name in the job's directory.
     pub file: String,
 }
 
+/// The stored form of an [`Object`].
 #[derive(Serialize, Deserialize)]
 struct Row(String, String, Option<String>, String, String);
 
 impl From<Row> for Object {
     fn from(Row(api_version, kind, namespace, name, file): Row) -> Object {
-        Object { api_version, kind, namespace, name, file }
+        Object { id: ObjectId::new(&api_version, &kind, namespace.as_deref(), &name), file }
     }
 }
 
 impl From<Object> for Row {
-    fn from(object: Object) -> Row {
-        Row(object.api_version, object.kind, object.namespace, object.name, object.file)
+    fn from(Object { id, file }: Object) -> Row {
+        Row(id.api_version, id.kind, id.namespace, id.name, file)
     }
 }
 
@@ -109,13 +105,7 @@ impl<'a> Memo<'a> {
             let bytes = self.tree.get(&path)?;
             let text = std::str::from_utf8(bytes).ok()?;
             absorb(&mut mac, &path, object, bytes);
-            resources.push(Resource {
-                api_version: object.api_version.clone(),
-                kind: object.kind.clone(),
-                namespace: object.namespace.clone(),
-                name: object.name.clone(),
-                text: text.to_owned(),
-            });
+            resources.push(Resource { id: object.id.clone(), text: text.to_owned() });
         }
         let stamp = crate::secrets::derive::to_hex(&mac.finalize().into_bytes());
         (stamp == entry.stamp).then(|| (resources, entry.clone()))
@@ -125,16 +115,7 @@ impl<'a> Memo<'a> {
     /// `<dir>/<file name>`.
     pub(crate) fn record(&self, job: &str, inputs: &[u8; 32], dir: &str, resources: &[Resource]) -> Entry {
         let mut mac = self.mac(job, inputs);
-        let objects: Vec<Object> = resources
-            .iter()
-            .map(|r| Object {
-                api_version: r.api_version.clone(),
-                kind: r.kind.clone(),
-                namespace: r.namespace.clone(),
-                name: r.name.clone(),
-                file: r.file_name(),
-            })
-            .collect();
+        let objects: Vec<Object> = resources.iter().map(|r| Object { id: r.id.clone(), file: r.id.file_name() }).collect();
         for (object, resource) in objects.iter().zip(resources) {
             absorb(&mut mac, &format!("{dir}/{}", object.file), object, resource.text.as_bytes());
         }
@@ -155,7 +136,8 @@ impl<'a> Memo<'a> {
 
 fn absorb(mac: &mut Hmac<Sha256>, path: &str, object: &Object, bytes: &[u8]) {
     let mut head = Vec::with_capacity(128);
-    for field in [path, &object.api_version, &object.kind, object.namespace.as_deref().unwrap_or(""), &object.name] {
+    let id = &object.id;
+    for field in [path, &id.api_version, &id.kind, id.namespace().unwrap_or(""), &id.name] {
         push_lp(&mut head, field.as_bytes());
     }
     head.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
@@ -202,7 +184,7 @@ mod tests {
     use serde_json::json;
 
     fn resource(name: &str, text: &str) -> Resource {
-        Resource { api_version: "v1".into(), kind: "ConfigMap".into(), namespace: Some("ns".into()), name: name.into(), text: text.into() }
+        Resource { id: ObjectId::new("v1", "ConfigMap", Some("ns"), name), text: text.into() }
     }
 
     #[test]

@@ -7,13 +7,13 @@
 
 pub mod check;
 pub mod cluster;
+pub mod gitops;
 pub mod graph;
 pub mod memo;
 pub mod resource;
 pub mod server;
 pub mod templates;
 pub mod tenant;
-pub mod tree;
 
 pub use graph::Graph;
 pub use memo::Memo;
@@ -275,7 +275,7 @@ impl<'a> Context<'a> {
     pub(crate) fn render_jobs(&mut self, cluster: &str, base: &minijinja::Value, base_digest: &[u8; 32], components: &mut [Component]) {
         let jobs = std::mem::take(&mut self.jobs);
         let (env, memo) = (self.env, self.memo);
-        let root = tree::cluster_dir(cluster);
+        let root = crate::tree::layout::cluster_dir(cluster);
         let done: Vec<(String, Done)> = jobs
             .into_par_iter()
             .map(|job| {

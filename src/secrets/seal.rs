@@ -38,6 +38,22 @@ pub enum Sealer {
     },
 }
 
+impl Sealer {
+    /// The object a Secret is sealed into: a `bitnami.com/v1alpha1` SealedSecret, or a `v1`
+    /// Secret whose values SOPS encrypts; same namespace and name.
+    #[must_use]
+    pub fn target(&self, secret: &PlainSecret) -> crate::object::ObjectId {
+        let (api_version, kind) = match self {
+            Sealer::SealedSecrets { .. } => (SEALED_SECRET_API, "SealedSecret"),
+            Sealer::SopsAge { .. } => ("v1", "Secret"),
+        };
+        crate::object::ObjectId::new(api_version, kind, Some(&secret.namespace), &secret.name)
+    }
+}
+
+/// The API version of the SealedSecret kind.
+const SEALED_SECRET_API: &str = "bitnami.com/v1alpha1";
+
 /// Errors of the seal stage (kept small: callers embed it in their own errors).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -187,7 +203,7 @@ fn seal_sealed_secret<R: CryptoRng + ?Sized>(
     spec.insert("encryptedData".to_owned(), Json::Object(encrypted));
     spec.insert("template".to_owned(), Json::Object(template));
     let mut out = Map::new();
-    out.insert("apiVersion".to_owned(), Json::String("bitnami.com/v1alpha1".to_owned()));
+    out.insert("apiVersion".to_owned(), Json::String(SEALED_SECRET_API.to_owned()));
     out.insert("kind".to_owned(), Json::String("SealedSecret".to_owned()));
     out.insert("metadata".to_owned(), metadata(secret, &secret.labels, &outer_annotations));
     out.insert("spec".to_owned(), Json::Object(spec));

@@ -11,10 +11,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tfrs_gitops::reconcile::plan::ObjectRef;
+use tfrs_gitops::object::ObjectId;
 use tfrs_gitops::reconcile::wait::readiness;
 
-async fn api_for(client: &kube::Client, reference: &ObjectRef) -> Option<Api<DynamicObject>> {
+async fn api_for(client: &kube::Client, reference: &ObjectId) -> Option<Api<DynamicObject>> {
     let (group, version) = reference.api_version.rsplit_once('/').unwrap_or(("", &reference.api_version));
     let gvk = kube::core::GroupVersionKind::gvk(group, version, &reference.kind);
     let (resource, _) = kube::discovery::pinned_kind(client, &gvk).await.ok()?;
@@ -26,7 +26,7 @@ async fn api_for(client: &kube::Client, reference: &ObjectRef) -> Option<Api<Dyn
 
 /// The helper acting as every controller: writes a ready status for each object of the plan
 /// that has a controller, 300 ms after it first sees it.
-async fn controllers(client: kube::Client, references: Vec<ObjectRef>, stop: Arc<AtomicBool>) {
+async fn controllers(client: kube::Client, references: Vec<ObjectId>, stop: Arc<AtomicBool>) {
     let mut seen: std::collections::HashMap<String, Instant> = std::collections::HashMap::new();
     while !stop.load(Ordering::Relaxed) {
         for reference in &references {
@@ -37,7 +37,7 @@ async fn controllers(client: kube::Client, references: Vec<ObjectRef>, stop: Arc
             if !has_controller(&live) || group == "apiextensions.k8s.io" || reference.kind == "Namespace" || readiness(&live).is_ready() {
                 continue;
             }
-            let first = *seen.entry(reference.id()).or_insert_with(Instant::now);
+            let first = *seen.entry(reference.to_string()).or_insert_with(Instant::now);
             if first.elapsed() < Duration::from_millis(300) {
                 continue;
             }
@@ -51,7 +51,7 @@ async fn controllers(client: kube::Client, references: Vec<ObjectRef>, stop: Arc
             }
             let patch = json!({"status": ready_status(&live)});
             if let Err(error) = api.patch_status(&reference.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                eprintln!("status helper: `{}`: {error}", reference.id());
+                eprintln!("status helper: `{reference}`: {error}");
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -97,7 +97,7 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
         assert!(String::from_utf8_lossy(&output.stdout).starts_with("dry-ran cluster `demo`"), "{}", common::report(&output));
         assert!(namespaces.get_opt("acme-corp").await.expect("get").is_none(), "the dry run created a namespace");
 
-        let references: Vec<ObjectRef> = rollout.objects.iter().flatten().map(ObjectRef::of).collect();
+        let references: Vec<ObjectId> = rollout.objects.iter().flatten().map(ObjectId::of).collect();
         let stop = Arc::new(AtomicBool::new(false));
         let helper = tokio::spawn(controllers(client.clone(), references.clone(), stop.clone()));
 
@@ -114,13 +114,7 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
         assert!(stdout.starts_with(&format!("verified cluster `demo`: {} components ready", rollout.plan.components.len())), "{stdout}");
 
         // A Deployment that loses its replicas (the helper is stopped): verify-only names it.
-        let redis = ObjectRef {
-            api_version: "apps/v1".into(),
-            kind: "Deployment".into(),
-            namespace: Some("acme-corp".into()),
-            name: "redis".into(),
-            file: String::new(),
-        };
+        let redis = ObjectId::new("apps/v1", "Deployment", Some("acme-corp"), "redis");
         let deployments = api_for(&client, &redis).await.expect("deployments");
         let patch = json!({"status": {"readyReplicas": 0, "availableReplicas": 0, "conditions": [{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."}]}});
         deployments.patch_status("redis", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("status");
@@ -159,13 +153,13 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
             .output()
             .expect("render");
         assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
-        let removed: Vec<ObjectRef> = rollout
+        let removed: Vec<ObjectId> = rollout
             .plan
             .components
             .iter()
             .zip(&rollout.objects)
             .filter(|(component, _)| component.id.contains("/servers/robot2/"))
-            .flat_map(|(_, objects)| objects.iter().map(ObjectRef::of))
+            .flat_map(|(_, objects)| objects.iter().map(ObjectId::of))
             .collect();
         assert!(removed.len() >= 5, "robot2 has objects: {removed:?}");
         let stop = Arc::new(AtomicBool::new(false));
@@ -189,8 +183,8 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
         for reference in &references {
             let api = api_for(&client, reference).await.expect("an API for every object");
             let exists = api.get_opt(&reference.name).await.expect("get").is_some();
-            let was_removed = removed.iter().any(|r| r.id() == reference.id());
-            assert_eq!(exists, !was_removed, "`{}` {}", reference.id(), if exists { "survived the prune" } else { "was pruned but is still rendered" });
+            let was_removed = removed.iter().any(|r| r == reference);
+            assert_eq!(exists, !was_removed, "`{}` {}", reference, if exists { "survived the prune" } else { "was pruned but is still rendered" });
         }
     });
 }

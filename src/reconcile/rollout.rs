@@ -1,16 +1,13 @@
-//! The rollout plan (`plan.json`, written by `tfrs render` beside each cluster's components) and
-//! the objects it names, parsed and checked.
+//! A cluster's plan (`plan.json`, see [`crate::tree::plan`]) with the objects it names read,
+//! checked and made ready to apply: what reconcile rolls out.
 
-use serde::Deserialize;
+use crate::object::ObjectId;
+pub use crate::tree::plan::{Component, Plan};
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// A problem with the plan or its object files.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// `plan.json` is not the documented shape.
-    #[error("`plan.json` is not a valid plan")]
-    ParsePlan(#[source] serde_json::Error),
     /// An object file named by the plan is missing.
     #[error("`{file}` (component `{component}`) is missing")]
     MissingFile {
@@ -56,91 +53,6 @@ pub enum Error {
     },
 }
 
-/// `plan.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Plan {
-    /// The cluster's name.
-    pub cluster: String,
-    /// The components, each with its dependencies and objects.
-    pub components: Vec<Component>,
-}
-
-/// One component of the plan.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Component {
-    /// The id (`cluster/cert-manager`, `namespaces/acme/redis`).
-    pub id: String,
-    /// The directory, relative to the cluster directory.
-    #[serde(default)]
-    pub path: String,
-    /// Ids of the components that must be ready first.
-    #[serde(default)]
-    pub depends_on: Vec<String>,
-    /// The objects.
-    #[serde(default)]
-    pub objects: Vec<ObjectRef>,
-}
-
-/// One object of a component, as the plan lists it.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectRef {
-    /// `apiVersion`.
-    pub api_version: String,
-    /// `kind`.
-    pub kind: String,
-    /// The namespace; empty or absent for cluster-scoped objects.
-    #[serde(default)]
-    pub namespace: Option<String>,
-    /// `metadata.name`.
-    pub name: String,
-    /// The file, relative to the cluster directory.
-    #[serde(default)]
-    pub file: String,
-}
-
-impl ObjectRef {
-    /// The namespace, `None` for cluster-scoped objects.
-    #[must_use]
-    pub fn namespace(&self) -> Option<&str> {
-        self.namespace.as_deref().filter(|n| !n.is_empty())
-    }
-
-    /// The object's reference for messages: `Kind/namespace/name` or `Kind/name`.
-    #[must_use]
-    pub fn id(&self) -> String {
-        match self.namespace() {
-            Some(namespace) => format!("{}/{namespace}/{}", self.kind, self.name),
-            None => format!("{}/{}", self.kind, self.name),
-        }
-    }
-
-    /// The reference of an object's JSON.
-    #[must_use]
-    pub fn of(object: &Value) -> Self {
-        let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).unwrap_or("").to_owned();
-        ObjectRef {
-            api_version: text("/apiVersion"),
-            kind: text("/kind"),
-            namespace: Some(text("/metadata/namespace")).filter(|n| !n.is_empty()),
-            name: text("/metadata/name"),
-            file: String::new(),
-        }
-    }
-}
-
-impl Plan {
-    /// Parses `plan.json`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ParsePlan`] when it is not the documented shape.
-    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        serde_json::from_slice(bytes).map_err(Error::ParsePlan)
-    }
-}
-
 /// A plan with every object read and checked: what reconcile rolls out.
 #[derive(Debug, Clone)]
 pub struct Rollout {
@@ -164,6 +76,7 @@ impl Rollout {
         for component in &plan.components {
             let mut list = Vec::with_capacity(component.objects.len());
             for reference in &component.objects {
+                let expected = &reference.id;
                 let bytes = file(&reference.file)
                     .ok_or_else(|| Error::MissingFile { component: component.id.clone(), file: reference.file.clone() })?;
                 let text = String::from_utf8_lossy(&bytes);
@@ -181,20 +94,16 @@ impl Rollout {
                         });
                     }
                 };
-                let found = ObjectRef::of(&object);
-                let same = found.api_version == reference.api_version
-                    && found.kind == reference.kind
-                    && found.name == reference.name
-                    && found.namespace() == reference.namespace();
-                if !same {
-                    return Err(Error::Mismatch { file: reference.file.clone(), expected: reference.id(), found: found.id() });
+                let found = ObjectId::of(&object);
+                if &found != expected {
+                    return Err(Error::Mismatch { file: reference.file.clone(), expected: expected.to_string(), found: found.to_string() });
                 }
                 if object.get("sops").is_some() {
                     let Some(identity) = age_identity else {
-                        return Err(Error::SopsSecret { object: reference.id() });
+                        return Err(Error::SopsSecret { object: expected.to_string() });
                     };
                     object = crate::secrets::sops::decrypt(&object, identity)
-                        .map_err(|source| Error::Decrypt { object: reference.id(), source })?;
+                        .map_err(|source| Error::Decrypt { object: expected.to_string(), source })?;
                 }
                 strip(&mut object);
                 default_protocols(&mut object);
@@ -203,18 +112,6 @@ impl Rollout {
             objects.push(list);
         }
         Ok(Rollout { plan, objects })
-    }
-
-    /// Finds the cluster directories (`clusters/<name>/plan.json`) in a set of files keyed by
-    /// path relative to an output root.
-    #[must_use]
-    pub fn clusters(files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
-        files
-            .keys()
-            .filter_map(|path| path.strip_prefix("clusters/")?.strip_suffix("/plan.json"))
-            .filter(|name| !name.contains('/'))
-            .map(str::to_owned)
-            .collect()
     }
 }
 
@@ -280,7 +177,7 @@ mod tests {
             Rollout::load(plan, &files("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns1}\nstatus: {x: 1}\n"), None)
                 .expect("load");
         assert!(rollout.objects[0][0].get("status").is_none());
-        assert_eq!(ObjectRef::of(&rollout.objects[0][0]).id(), "ConfigMap/ns1/c");
+        assert_eq!(ObjectId::of(&rollout.objects[0][0]).to_string(), "ConfigMap/ns1/c");
     }
 
     #[test]
@@ -303,14 +200,5 @@ mod tests {
         let mut deployment = serde_json::json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 8080}]}]}}}});
         default_protocols(&mut deployment);
         assert_eq!(deployment.pointer("/spec/template/spec/containers/0/ports/0/protocol"), Some(&serde_json::json!("TCP")));
-    }
-
-    #[test]
-    fn finds_clusters() {
-        let files: BTreeMap<String, Vec<u8>> = [("clusters/a/plan.json", ""), ("clusters/b/plan.json", ""), ("clusters/a/x/plan.json", "")]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.as_bytes().to_vec()))
-            .collect();
-        assert_eq!(Rollout::clusters(&files), vec!["a", "b"]);
     }
 }

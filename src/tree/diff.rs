@@ -11,6 +11,7 @@
 //! added, removed, changed, unchanged or resealed by comparing the keyed fingerprints of the
 //! `tfrs.turingfocus.cn/fingerprints` annotation (or, without fingerprints, the ciphertext).
 
+use super::layout::locate;
 use crate::secrets::fingerprint::ANNOTATION;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -18,8 +19,7 @@ use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Files by path relative to the repository root.
-pub type Files = BTreeMap<String, Vec<u8>>;
+pub use super::Files;
 
 /// What happened to an object or a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -244,25 +244,6 @@ pub fn counts_text(counts: &Counts) -> String {
     text
 }
 
-/// Where a path sits: `(cluster, component)`.
-fn locate(path: &str) -> (String, String) {
-    let parts: Vec<&str> = path.split('/').collect();
-    if parts.len() >= 3 && parts[0] == "clusters" {
-        let cluster = parts[1].to_owned();
-        let rest = &parts[2..];
-        let component = if rest.len() >= 3 && rest[0] == "components" {
-            rest[1..rest.len() - 1].join("/")
-        } else if rest.len() >= 2 {
-            rest[..rest.len() - 1].join("/")
-        } else {
-            "(root)".to_owned()
-        };
-        return (cluster, component);
-    }
-    let directory = path.rsplit_once('/').map_or(".", |(d, _)| d);
-    (String::new(), directory.to_owned())
-}
-
 /// A parsed object or a plain file, with its masked text and sealed values.
 struct Item<'a> {
     path: String,
@@ -282,7 +263,21 @@ struct Sealed {
     ciphertext: String,
 }
 
-type Key = (String, String, String);
+/// How items are matched across the two trees: by cluster and component, then an object by
+/// kind, namespace and name (its API version may change), a file without objects by path.
+/// Objects sort before files.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    cluster: String,
+    component: String,
+    item: ItemKey,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum ItemKey {
+    Object { kind: String, namespace: Option<String>, name: String },
+    File(String),
+}
 
 /// The items of `files`; `with_text` for the masked text of each (only unified diffs need it).
 fn items<'a>(files: &[(&str, &'a [u8])], with_text: bool) -> BTreeMap<Key, Item<'a>> {
@@ -296,6 +291,7 @@ fn file_items<'a>(path: &str, bytes: &'a [u8], with_text: bool) -> Vec<(Key, Ite
     let mut out = Vec::new();
     {
         let (cluster, component) = locate(path);
+        let key = |item| Key { cluster: cluster.clone(), component: component.clone(), item };
         let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
         let text = String::from_utf8_lossy(bytes);
         let documents = if is_yaml { crate::spec::yaml::parse(0, &text).ok() } else { None };
@@ -321,7 +317,7 @@ fn file_items<'a>(path: &str, bytes: &'a [u8], with_text: bool) -> Vec<(Key, Ite
                 },
                 sealed: BTreeMap::new(),
             };
-            out.push(((cluster.clone(), component.clone(), format!("1\0{path}")), item));
+            out.push((key(ItemKey::File(path.to_owned())), item));
             return out;
         }
         for object in objects {
@@ -331,9 +327,9 @@ fn file_items<'a>(path: &str, bytes: &'a [u8], with_text: bool) -> Vec<(Key, Ite
             let (masked, sealed) = mask(&object);
             let text =
                 if with_text { crate::manifest::to_yaml(&masked).unwrap_or_else(|_| "<unprintable>\n".to_owned()) } else { String::new() };
-            let key = format!("0\0{kind}\0{}\0{name}", namespace.as_deref().unwrap_or(""));
+            let item_key = ItemKey::Object { kind: kind.clone(), namespace: namespace.clone(), name: name.clone() };
             let item = Item { path: path.to_owned(), kind: Some(kind), namespace, name: Some(name), file: bytes, text, sealed };
-            out.push(((cluster.clone(), component.clone(), key), item));
+            out.push((key(item_key), item));
         }
     }
     out
@@ -425,7 +421,7 @@ fn unified(old: &str, new: &str, old_path: &str, new_path: &str) -> String {
 /// Compares two trees object by object (see the module docs).
 ///
 /// ```
-/// use tfrs_gitops::git::diff::{diff, Change, Files};
+/// use tfrs_gitops::tree::diff::{diff, Change, Files};
 /// let old: Files = [("clusters/c/components/cluster/x/namespace-a.yaml".to_owned(),
 ///     b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n".to_vec())].into();
 /// let mut new = old.clone();
@@ -482,8 +478,8 @@ fn compare(old: &BTreeMap<Key, Item<'_>>, new: &BTreeMap<Key, Item<'_>>, with_un
         };
         entries.push(Entry {
             change,
-            cluster: key.0.clone(),
-            component: key.1.clone(),
+            cluster: key.cluster.clone(),
+            component: key.component.clone(),
             kind: item.kind.clone(),
             namespace: item.namespace.clone(),
             name: item.name.clone(),

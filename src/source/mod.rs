@@ -1,6 +1,9 @@
-//! The edge: reads spec files, user overlays and `--overlay` files from disk into a [`Bundle`].
-//!
-//! This is the only place (besides `cli`) that touches the filesystem.
+//! The edge: everything the pipeline reads from the outside world. Spec files, user overlays
+//! and `--overlay` files into a [`Bundle`] (here); `fromEnv`/`fromFile` values, the master key,
+//! the clock and the RNG ([`inputs`]); the render memo kept between runs ([`memo_cache`]).
+
+pub mod inputs;
+pub mod memo_cache;
 
 use crate::spec::Bundle;
 use std::fs;

@@ -1,0 +1,70 @@
+//! The command line's side of the pipeline: specs loaded and failures reported the same way by
+//! every command (the report on stderr; the command picks its exit code).
+
+use crate::pipeline::{self, Failure};
+use crate::spec::diagnostic::{FileTable, render};
+use crate::spec::{Bundle, Diagnostic, Spec};
+use anyhow::bail;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Reads and validates specs; reports an invalid spec and returns `None`.
+///
+/// # Errors
+///
+/// I/O errors reading inputs.
+pub(crate) fn load(inputs: &[PathBuf], overlays: &[String]) -> anyhow::Result<Option<(Spec, Bundle)>> {
+    let (bundle, spec) = pipeline::load(inputs, overlays)?;
+    match spec {
+        Ok(spec) => Ok(Some((spec, bundle))),
+        Err(failure) => {
+            report(failure, &bundle)?;
+            Ok(None)
+        }
+    }
+}
+
+/// Reports why the pipeline stopped. `Ok` for the command's negative result (an invalid spec or
+/// template, already reported); `Err` for what exits 2 (the environment, I/O).
+///
+/// # Errors
+///
+/// The environment's failures, after their report.
+pub(crate) fn report(failure: Failure, files: &dyn FileTable) -> anyhow::Result<()> {
+    let mut stderr = std::io::stderr().lock();
+    match failure {
+        Failure::Invalid(diagnostics) => {
+            stderr.write_all(render(&diagnostics, files).as_bytes())?;
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+            if errors > 0 {
+                writeln!(stderr, "error: {errors} problem{} found; nothing was written", plural(errors))?;
+            }
+            Ok(())
+        }
+        // NB: an environment problem (no master key, an unset variable) exits 2, like any other
+        // environment error; the report still names each field.
+        Failure::Environment(diagnostics) => {
+            stderr.write_all(render(&diagnostics, files).as_bytes())?;
+            let count = diagnostics.len();
+            bail!("{count} problem{} with the render environment; nothing was written", plural(count))
+        }
+        Failure::Certificate(diagnostic) => {
+            stderr.write_all(render(std::slice::from_ref::<Diagnostic>(&diagnostic), files).as_bytes())?;
+            bail!("the sealing certificate cannot be read; nothing was written")
+        }
+        // NB: the templates' problem, not the environment's: reported like a template problem
+        // (exit 1), and nothing is written.
+        Failure::Inconsistent { cluster, error } => {
+            for line in error.to_string().lines() {
+                writeln!(stderr, "error: {line}")?;
+            }
+            writeln!(stderr, "error: the rendered tree of cluster `{cluster}` is inconsistent; nothing was written")?;
+            Ok(())
+        }
+        Failure::Other(error) => Err(error),
+    }
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
+}

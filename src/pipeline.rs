@@ -1,0 +1,238 @@
+//! The pipeline every command shares: `spec -> render (pure) -> tree (laid out) -> seal`, with
+//! what it needs from the outside world read once into a [`Setup`].
+//!
+//! [`load`] reads and validates the specs; [`build`] renders them and lays out the tree, with
+//! the Secrets still in memory; the caller seals the tree ([`crate::tree::Tree::seal`]) against
+//! whatever previous tree it has (the output directory, a Git ref, the branch it commits to, or
+//! none), then writes, commits, diffs or rolls it out. Nothing here prints: failures come back
+//! as [`Failure`], for the command line to report.
+
+use crate::render::{self, Memo, Options, Templates, memo};
+use crate::secrets::MasterKey;
+use crate::secrets::seal::Sealer;
+use crate::secrets::sealed::Certificate;
+use crate::source::{self, inputs, memo_cache};
+use crate::spec::diagnostic::{FileTable, Severity};
+use crate::spec::model::SealingBackend;
+use crate::spec::{Bundle, Diagnostic, Loaded, Object, Spec};
+use crate::tree::{self, Files, Tree};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The render-time environment variables that override the tfrs-operator chart (`docs/render.md`).
+const OPERATOR_VARIABLES: [&str; 4] = ["OPERATOR_HELM_REPO_URL", "OPERATOR_CHART_VERSION", "OPERATOR_IMAGE_TAG", "OPERATOR_RELEASE_NAME"];
+
+/// Why the pipeline stopped. Every variant says what was found; nothing was written.
+#[derive(Debug)]
+pub enum Failure {
+    /// The specs, the templates or the rendered objects are invalid (the command's negative
+    /// result).
+    Invalid(Vec<Diagnostic>),
+    /// The environment lacks something the render needs: a master key, a variable, a file.
+    Environment(Vec<Diagnostic>),
+    /// The sealing certificate of a cluster cannot be read.
+    Certificate(Diagnostic),
+    /// The rendered tree of a cluster is inconsistent (two objects in one file or under one
+    /// identity): the templates' problem.
+    Inconsistent {
+        /// The cluster.
+        cluster: String,
+        /// What clashed.
+        error: Box<tree::Error>,
+    },
+    /// Anything else (a Secret that cannot be sealed, an unreadable input).
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Self {
+        Failure::Other(error)
+    }
+}
+
+/// Everything a render needs besides the specs, read once from the flags and the environment.
+pub struct Setup {
+    options: Options,
+    master: Option<MasterKey>,
+    inputs: inputs::OsInputs,
+    now: i64,
+}
+
+impl Setup {
+    /// Reads the templates (built-ins, overridden by `templates`), the master key (`master_key`,
+    /// else `TFRS_MASTER_KEY`), the operator overrides from the environment and the clock.
+    ///
+    /// # Errors
+    ///
+    /// Unreadable templates or master key.
+    pub fn new(templates: Option<&Path>, master_key: Option<&Path>, allow_outside: bool) -> anyhow::Result<Setup> {
+        let mut options = Options { templates: read_templates(templates)?, operator_overrides: BTreeMap::new() };
+        for name in OPERATOR_VARIABLES {
+            if let Ok(value) = std::env::var(name) {
+                options.operator_overrides.insert(name.to_owned(), value);
+            }
+        }
+        Ok(Setup { options, master: inputs::master_key(master_key)?, inputs: inputs::OsInputs { allow_outside }, now: inputs::unix_now() })
+    }
+
+    /// The master key, if one was given.
+    #[must_use]
+    pub fn master(&self) -> Option<&MasterKey> {
+        self.master.as_ref()
+    }
+
+    /// The render options (templates and overrides).
+    #[must_use]
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Where `fromEnv` and `fromFile` values come from.
+    #[must_use]
+    pub fn secret_inputs(&self) -> &dyn crate::secrets::SecretInputs {
+        &self.inputs
+    }
+
+    /// A memo over `tree` (the files of the last render into the same place) and the `table`
+    /// that render recorded; `None` without a master key (the memo is keyed by it).
+    #[must_use]
+    pub fn memo<'a>(&self, table: memo::Table, tree: &'a Files) -> Option<Memo<'a>> {
+        let master = self.master.as_ref()?;
+        Some(Memo::new(master.memo_key(), format!("{} {}", memo_cache::build_id(), self.options.templates.digest()), table, tree))
+    }
+}
+
+fn read_templates(dir: Option<&Path>) -> anyhow::Result<Templates> {
+    use anyhow::Context as _;
+    let mut templates = Templates::builtin();
+    let Some(dir) = dir else { return Ok(templates) };
+    let files = tree::write::read_tree(dir).with_context(|| format!("cannot read templates from `{}`", dir.display()))?;
+    if files.is_empty() {
+        anyhow::bail!("no templates under `{}`", dir.display());
+    }
+    for (name, bytes) in files {
+        let text = String::from_utf8(bytes).with_context(|| format!("template `{name}` is not UTF-8"))?;
+        templates.set(name, text);
+    }
+    Ok(templates)
+}
+
+/// Validates the specs of `bundle`, with the checks that need today's date (billing expiry).
+#[must_use]
+pub fn validate(bundle: &Bundle) -> Loaded {
+    let mut loaded = crate::spec::load(bundle);
+    if let Some(spec) = &loaded.spec {
+        let found = crate::spec::check::clock_checks(spec, inputs::unix_now());
+        if found.iter().any(Diagnostic::is_error) {
+            loaded.spec = None;
+        }
+        loaded.diagnostics.extend(found);
+        loaded.diagnostics.sort_by_key(|d| d.origin);
+    }
+    loaded
+}
+
+/// Reads `inputs` and `overlays` and validates them: the spec, or every error found.
+///
+/// # Errors
+///
+/// I/O errors reading inputs ([`Failure::Other`]); an invalid spec ([`Failure::Invalid`]). The
+/// bundle is returned either way, for reports.
+pub fn load(inputs: &[PathBuf], overlays: &[String]) -> anyhow::Result<(Bundle, Result<Spec, Failure>)> {
+    let bundle = source::read(inputs, overlays)?;
+    let loaded = validate(&bundle);
+    let spec =
+        loaded.spec.ok_or_else(|| Failure::Invalid(loaded.diagnostics.into_iter().filter(|d| d.severity == Severity::Error).collect()));
+    Ok((bundle, spec))
+}
+
+/// What [`build`] gives: the tree (Secrets not yet sealed), the memo to keep for the next render
+/// and how many templated units the last one gave back.
+pub struct Built {
+    /// The tree.
+    pub tree: Tree,
+    /// Every templated unit's memo entry.
+    pub memo: memo::Table,
+    /// How many units the memo gave back.
+    pub reused: usize,
+}
+
+/// Renders `spec` and lays out its tree; `memo` is the last render's memo, if any.
+///
+/// # Errors
+///
+/// See [`Failure`].
+pub fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, memo: Option<&Memo<'_>>) -> Result<Built, Failure> {
+    let rendered = match render::render_with_memo(spec, bundle, &setup.options, &setup.inputs, setup.master.as_ref(), memo) {
+        Ok(rendered) => rendered,
+        Err(problems) if problems.environment => return Err(Failure::Environment(problems.diagnostics)),
+        Err(problems) => return Err(Failure::Invalid(problems.diagnostics)),
+    };
+    let mut tree = Tree::new(setup.master.as_ref().map(MasterKey::fingerprint_key));
+    for cluster in rendered.clusters {
+        let Some(object) = spec.clusters.iter().find(|c| c.name() == cluster.name) else { continue };
+        let needs_sealing = cluster.components.iter().any(|c| !c.secrets.is_empty());
+        let sealer = sealer(object, bundle, needs_sealing, setup.now)?;
+        tree.add(cluster, sealer).map_err(|error| {
+            if error.is_inconsistent() {
+                Failure::Inconsistent { cluster: object.name().to_owned(), error: Box::new(error) }
+            } else {
+                Failure::Other(error.into())
+            }
+        })?;
+    }
+    Ok(Built { tree, memo: rendered.memo, reused: rendered.reused })
+}
+
+/// How a cluster's Secrets are sealed, from `spec.sealing`: its certificate read (relative to
+/// the spec file) and checked against the clock, or its age recipients.
+fn sealer(
+    cluster: &Object<crate::spec::model::ClusterSpec>,
+    bundle: &Bundle,
+    needs_sealing: bool,
+    now: i64,
+) -> Result<Option<Sealer>, Failure> {
+    let sealing = &cluster.spec.sealing;
+    const FIELD: &str = "spec.sealing.certFile";
+    let origin = cluster.locate(FIELD);
+    match sealing.backend {
+        SealingBackend::SopsAge => {
+            Ok(Some(Sealer::SopsAge { recipients: sealing.age_recipients.clone(), lastmodified: inputs::rfc3339(now) }))
+        }
+        SealingBackend::SealedSecrets if sealing.cert_file.is_empty() => {
+            if !needs_sealing {
+                return Ok(None);
+            }
+            Err(Failure::Invalid(vec![
+                Diagnostic::error(origin, FIELD, "a controller certificate is required to seal Secrets with `sealed-secrets`")
+                    .with_help("fetch it with `kubeseal --fetch-cert > cert.pem` and set `spec.sealing.certFile: cert.pem`"),
+            ]))
+        }
+        SealingBackend::SealedSecrets => {
+            let spec_file = bundle.name(origin.file);
+            let path = Path::new(spec_file).parent().unwrap_or(Path::new("")).join(&sealing.cert_file);
+            let pem = std::fs::read_to_string(&path).map_err(|error| {
+                Failure::Certificate(
+                    Diagnostic::error(origin, FIELD, format!("cannot read `{}`: {error}", path.display()))
+                        .with_help("fetch it with `kubeseal --fetch-cert > cert.pem`; the path is relative to the spec file"),
+                )
+            })?;
+            match Certificate::from_pem(&pem, now) {
+                Ok(certificate) => Ok(Some(Sealer::SealedSecrets { certificate })),
+                Err(error) => Err(Failure::Invalid(vec![Diagnostic::error(origin, FIELD, format!("`{}`: {error}", path.display()))])),
+            }
+        }
+    }
+}
+
+/// [`build`] and seal afresh (no previous tree): for commands that roll the tree out or look
+/// at it without keeping its ciphertext.
+///
+/// # Errors
+///
+/// As [`build`]; a Secret that cannot be sealed.
+pub fn build_sealed(spec: &Spec, bundle: &Bundle, setup: &Setup) -> Result<Tree, Failure> {
+    let mut tree = build(spec, bundle, setup, None)?.tree;
+    tree.seal(&|_| None, &mut inputs::system_rng()).map_err(|e| Failure::Other(e.into()))?;
+    Ok(tree)
+}

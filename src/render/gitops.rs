@@ -1,0 +1,123 @@
+//! The GitOps entry points of a cluster: one Flux Kustomization or Argo CD Application per
+//! component (from `templates/gitops/`), and for Argo CD the health check of its Applications.
+
+use super::check::Scope;
+use super::cluster::{ARGOCD_NAMESPACE, FLUX_NAMESPACE};
+use super::{Component, Context, Resource, labels};
+use crate::spec::Object;
+use crate::spec::model::{ClusterSpec, GitopsEngine};
+use crate::tree::layout;
+use rayon::prelude::*;
+use serde_json::{Value as Json, json};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The name of a component's GitOps object: `<cluster>-<component path with dashes>`, unique
+/// across clusters that share one Argo CD.
+#[must_use]
+pub fn gitops_name(cluster: &str, component: &Component) -> String {
+    let tail = component
+        .id
+        .strip_prefix("cluster/")
+        .unwrap_or(&component.id)
+        .replace("namespaces/", "")
+        .replace("/servers/", "/")
+        .replace('/', "-");
+    format!("{cluster}-{tail}")
+}
+
+/// Renders the GitOps entry points of a cluster: one Flux Kustomization or Argo CD Application
+/// per component.
+///
+/// The shared values (which grow with the platform: one route and one host per server) are
+/// converted to a template value once and merged lazily under each component's own values, so
+/// a component costs the same however large the platform is; components render in parallel.
+pub(crate) fn gitops_objects(
+    context: &mut Context<'_>,
+    cluster: &Object<ClusterSpec>,
+    components: &[Component],
+    values: &Json,
+    values_digest: &[u8; 32],
+) -> Option<Vec<Resource>> {
+    let name = cluster.name();
+    let (template, namespace) = match cluster.spec.gitops.engine {
+        GitopsEngine::Flux => ("gitops/flux.yaml", FLUX_NAMESPACE),
+        GitopsEngine::Argocd => ("gitops/argocd.yaml", ARGOCD_NAMESPACE),
+    };
+    let scope = Scope {
+        component: "gitops".to_owned(),
+        cluster: name.to_owned(),
+        namespaces: std::iter::once(namespace.to_owned()).collect(),
+        cluster_kinds: BTreeSet::new(),
+    };
+    let origin = cluster.locate("spec.gitops");
+    let names: BTreeMap<&str, String> = components.iter().map(|c| (c.id.as_str(), gitops_name(name, c))).collect();
+    let base = minijinja::Value::from(minijinja::value::Serde(values));
+    let labels = labels(name, "gitops");
+    let (env, memo) = (context.env, context.memo);
+    let dir = layout::gitops_dir(name);
+    let done: Vec<super::Done> = components
+        .par_iter()
+        .map(|component| {
+            let own = json!({
+                "labels": labels,
+                "component": {
+                    "id": component.id,
+                    "name": names[component.id.as_str()],
+                    "path": format!("./{}", layout::component_dir(name, &component.id)),
+                    "depends_on": component.depends_on.iter().map(|d| names.get(d.as_str()).cloned().unwrap_or_default()).collect::<Vec<_>>(),
+                    "depth": component.depth,
+                    "timeout": component.timeout,
+                    // A component of PersistentVolumeClaims only is not waited for: with a
+                    // `WaitForFirstConsumer` class its claims stay Pending until a consumer
+                    // is scheduled, and the consumers wait for this component.
+                    "wait": !component.objects.iter().all(|o| o.id.kind == "PersistentVolumeClaim"),
+                },
+            });
+            let key = format!("{name}/gitops/{}", component.id);
+            super::render_unit(env, memo, key, &dir, template, &own, Some((&base, values_digest)), &scope, origin)
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut failed = false;
+    for done in done {
+        match context.finish(done) {
+            Some(objects) => out.extend(objects),
+            None => failed = true,
+        }
+    }
+    if cluster.spec.gitops.engine == GitopsEngine::Argocd {
+        out.push(argocd_health_check(name));
+    }
+    (!failed).then_some(out)
+}
+
+/// Argo CD's health check for `argoproj.io/Application`, which Argo CD does not ship: without
+/// it an app of apps is Healthy as soon as its children exist, and sync waves do not wait for
+/// a child to be healthy. It is one key of `argocd-cm`, applied server-side so that only that
+/// key (and our labels) is ours; Argo CD never prunes or deletes the ConfigMap for us.
+fn argocd_health_check(cluster: &str) -> Resource {
+    const LUA: &str = "health = {status = \"Progressing\", message = \"\"}\n\
+        if obj.status ~= nil and obj.status.health ~= nil then\n\
+        \x20 health.status = obj.status.health.status\n\
+        \x20 if obj.status.health.message ~= nil then health.message = obj.status.health.message end\n\
+        end\n\
+        return health\n";
+    let mut labels = labels(cluster, "gitops");
+    labels["app.kubernetes.io/part-of"] = json!("argocd");
+    labels["app.kubernetes.io/name"] = json!("argocd-cm");
+    let body = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "argocd-cm",
+            "namespace": ARGOCD_NAMESPACE,
+            "labels": labels,
+            "annotations": {
+                "argocd.argoproj.io/sync-wave": "-1",
+                "argocd.argoproj.io/sync-options": "ServerSideApply=true,Prune=false,Delete=false",
+            },
+        },
+        "data": {"resource.customizations.health.argoproj.io_Application": LUA},
+    });
+    Resource::from_json(&body).ok().flatten().expect("a fixed ConfigMap is an object")
+}

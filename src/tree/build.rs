@@ -1,0 +1,378 @@
+//! Laying out one rendered cluster: each component's objects in its directory with a
+//! `kustomization.yaml`, the GitOps entry points, the cluster's `kustomization.yaml` and its
+//! plan, and the integrity gate over the whole cluster. The Secrets are left for the seal step
+//! (`tree::seal`); their files, names and plan entries are known here. Pure.
+
+use super::layout::{self, kustomization};
+use super::plan::{self, Plan};
+use crate::object::ObjectId;
+use crate::render::{Component, RenderedCluster};
+use crate::secrets::PlainSecret;
+use crate::secrets::seal::Sealer;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+
+/// Errors building the tree.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A Secret could not be sealed.
+    #[error("`Secret/{namespace}/{name}` in component `{component}`: sealing failed")]
+    Seal {
+        /// The component.
+        component: String,
+        /// Secret namespace.
+        namespace: String,
+        /// Secret name.
+        name: String,
+        /// Why.
+        #[source]
+        source: crate::secrets::seal::Error,
+    },
+    /// An object could not be serialized.
+    #[error("`{0}`: cannot write as YAML")]
+    Yaml(String, #[source] serde_saphyr::ser::Error),
+    /// A Secret to write, but no way to seal it.
+    #[error("`Secret/{namespace}/{name}` in component `{component}`: no sealing configured; refusing to write a plaintext Secret")]
+    NoSealer {
+        /// The component.
+        component: String,
+        /// Secret namespace.
+        namespace: String,
+        /// Secret name.
+        name: String,
+    },
+    /// Two objects of one component map to the same file.
+    #[error("component `{component}`: `{first}` and `{second}` would both be written to `{file}`")]
+    FileClash {
+        /// The component.
+        component: String,
+        /// The file.
+        file: String,
+        /// One object.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// Objects of one cluster's tree (its components and `gitops/`) that share an identity:
+    /// API group, kind, namespace and name. The apiserver holds one object per identity
+    /// whatever its version, so the second would overwrite the first.
+    #[error("{}", same_object_text(.0))]
+    SameObject(Vec<SameObject>),
+}
+
+impl Error {
+    /// Whether the templates made the tree inconsistent (two objects in one file or under one
+    /// identity), rather than sealing or serialization failing.
+    #[must_use]
+    pub fn is_inconsistent(&self) -> bool {
+        matches!(self, Error::SameObject(_) | Error::FileClash { .. })
+    }
+}
+
+/// Two files of one tree that hold the same object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SameObject {
+    /// The identity, `group/Kind/namespace/name` (`Kind/…` in the core group).
+    pub object: String,
+    /// The file written first (in component order, `gitops/` last), relative to the output root.
+    pub first: String,
+    /// The other file.
+    pub second: String,
+}
+
+fn same_object_text(clashes: &[SameObject]) -> String {
+    let lines: Vec<String> = clashes
+        .iter()
+        .map(|c| {
+            format!(
+                "`{}` is written twice: `{}` and `{}` (one object per API group, kind, namespace and name)",
+                c.object, c.first, c.second
+            )
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// Every pair of files of a tree that hold one object, from `(object, file)` in write order.
+fn same_objects<'a>(objects: impl IntoIterator<Item = (&'a ObjectId, String)>) -> Vec<SameObject> {
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut clashes = Vec::new();
+    for (object, file) in objects {
+        let key = object.server_key();
+        match seen.get(&key) {
+            Some(first) => clashes.push(SameObject { object: key, first: first.clone(), second: file }),
+            None => {
+                seen.insert(key, file);
+            }
+        }
+    }
+    clashes
+}
+
+/// A Secret waiting to be sealed into `path`.
+pub(super) struct Pending {
+    /// The file, relative to the output root.
+    pub(super) path: String,
+    /// The component, for messages.
+    pub(super) component: String,
+    /// The plaintext (zeroized on drop).
+    pub(super) secret: PlainSecret,
+}
+
+/// One cluster laid out: its files (all but the sealed Secrets), its plan and its Secrets.
+pub(super) struct Laid {
+    pub(super) files: Vec<(String, Vec<u8>)>,
+    pub(super) plan: Plan,
+    pub(super) pending: Vec<Pending>,
+}
+
+/// Lays out one cluster. `sealer` names the Secrets' files and plan entries; without one, a
+/// cluster with Secrets is refused (nothing is ever written in plaintext).
+///
+/// Components are laid out in parallel; each object's text moves into its file instead of being
+/// copied (a large platform would hold its YAML twice).
+///
+/// # Errors
+///
+/// A Secret without a sealer, two objects that would share a file (the first in component
+/// order), objects anywhere in the cluster (`gitops/` included) that share an identity
+/// ([`Error::SameObject`], every pair).
+pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>) -> Result<Laid, Error> {
+    let RenderedCluster { name, components, gitops, .. } = cluster;
+    let laid: Vec<Result<LaidComponent, Error>> =
+        components.into_par_iter().map(|component| lay_out_component(&name, component, sealer)).collect();
+    let mut files = Vec::new();
+    let mut components = Vec::with_capacity(laid.len());
+    let mut pending = Vec::new();
+    for laid in laid {
+        let laid = laid?;
+        files.extend(laid.files);
+        pending.extend(laid.pending);
+        components.push(laid.plan);
+    }
+    let gitops_dir = layout::gitops_dir(&name);
+    let mut gitops_files: Vec<String> = Vec::with_capacity(gitops.len());
+    let mut gitops_objects: Vec<(ObjectId, String)> = Vec::with_capacity(gitops.len());
+    for resource in gitops {
+        let file = resource.id.file_name();
+        let path = format!("{gitops_dir}/{file}");
+        gitops_objects.push((resource.id, path.clone()));
+        files.push((path, resource.text.into_bytes()));
+        gitops_files.push(file);
+    }
+    // The integrity gate: the whole tree of the cluster is known here, the same for `render`,
+    // `commit`, `diff` and `reconcile`.
+    let root = layout::cluster_dir(&name);
+    let component_objects = components.iter().flat_map(|c| c.objects.iter().map(|o| (&o.id, format!("{root}/{}", o.file))));
+    let clashes = same_objects(component_objects.chain(gitops_objects.iter().map(|(id, path)| (id, path.clone()))));
+    if !clashes.is_empty() {
+        return Err(Error::SameObject(clashes));
+    }
+    gitops_files.sort();
+    files.push((format!("{gitops_dir}/{}", layout::KUSTOMIZATION), kustomization(&gitops_files).into_bytes()));
+    files.push((format!("{root}/{}", layout::KUSTOMIZATION), kustomization(&["gitops"]).into_bytes()));
+    let plan = Plan { cluster: name, components };
+    files.push((layout::plan_path(&plan.cluster), plan.to_text().into_bytes()));
+    Ok(Laid { files, plan, pending })
+}
+
+/// One component laid out.
+struct LaidComponent {
+    files: Vec<(String, Vec<u8>)>,
+    plan: plan::Component,
+    pending: Vec<Pending>,
+}
+
+fn lay_out_component(cluster: &str, mut component: Component, sealer: Option<&Sealer>) -> Result<LaidComponent, Error> {
+    let dir = layout::component_dir(cluster, &component.id);
+    let path = layout::component_path(&component.id);
+    // File name -> the object written there (for clash messages) and its bytes (none yet for a
+    // Secret).
+    let mut entries: BTreeMap<String, (String, Option<Vec<u8>>)> = BTreeMap::new();
+    let mut objects = Vec::with_capacity(component.objects.len() + component.secrets.len());
+    let mut add = |id: ObjectId, bytes: Option<Vec<u8>>| -> Result<String, Error> {
+        let file = id.file_name();
+        if let Some((first, _)) = entries.get(&file) {
+            return Err(Error::FileClash { component: component.id.clone(), file, first: first.clone(), second: id.to_string() });
+        }
+        entries.insert(file.clone(), (id.to_string(), bytes));
+        objects.push(plan::Object { id, file: format!("{path}/{file}") });
+        Ok(file)
+    };
+    for resource in std::mem::take(&mut component.objects) {
+        add(resource.id, Some(resource.text.into_bytes()))?;
+    }
+    let mut pending = Vec::with_capacity(component.secrets.len());
+    for secret in std::mem::take(&mut component.secrets) {
+        let Some(sealer) = sealer else {
+            return Err(Error::NoSealer {
+                component: component.id.clone(),
+                namespace: secret.namespace.clone(),
+                name: secret.name.clone(),
+            });
+        };
+        let file = add(sealer.target(&secret), None)?;
+        pending.push(Pending { path: format!("{dir}/{file}"), component: component.id.clone(), secret });
+    }
+    let names: Vec<&String> = entries.keys().collect();
+    let mut files = Vec::with_capacity(entries.len() + 1);
+    files.push((format!("{dir}/{}", layout::KUSTOMIZATION), kustomization(&names).into_bytes()));
+    for (file, (_, bytes)) in entries {
+        if let Some(bytes) = bytes {
+            files.push((format!("{dir}/{file}"), bytes));
+        }
+    }
+    let Component { id, depends_on, .. } = component;
+    Ok(LaidComponent { files, plan: plan::Component { id, path, depends_on, objects }, pending })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::{Options, Resource, render};
+    use crate::secrets::MasterKey;
+    use crate::secrets::resolve::MapInputs;
+    use crate::secrets::sealed::Certificate;
+    use crate::spec::model::GitopsEngine;
+    use crate::spec::{Bundle, load};
+    use crate::tree::{Files, Tree};
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+    use serde_json::{Value as Json, json};
+
+    const SPEC: &str = "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRCluster\nmetadata: {name: lab}\nspec:\n  ingress: {domain: lab.example.com}\n  imageRegistry: {username: {value: u}, password: {generate: {}}}\n  sealing: {certFile: cert.pem}\n";
+
+    fn tree(seed: u64, previous: &dyn Fn(&str) -> Option<Json>) -> Files {
+        let mut bundle = Bundle::with_builtins();
+        bundle.add_spec("lab/spec.yaml", SPEC);
+        let spec = load(&bundle).spec.expect("valid spec");
+        let master = MasterKey::from_bytes([7; 32]);
+        let rendered = render(&spec, &bundle, &Options::default(), &MapInputs::default(), Some(&master)).expect("renders");
+        let certificate =
+            Certificate::from_pem(include_str!("../../fixtures/demo/keys/sealed-secrets.pem"), 1_800_000_000).expect("demo cert");
+        let sealer = Sealer::SealedSecrets { certificate };
+        let mut tree = Tree::new(Some(master.fingerprint_key()));
+        tree.add(rendered.clusters[0].clone(), Some(sealer)).expect("lays out");
+        tree.seal(previous, &mut StdRng::seed_from_u64(seed)).expect("seals");
+        tree.into_files()
+    }
+
+    #[test]
+    fn same_inputs_and_seed_give_the_same_bytes() {
+        assert_eq!(tree(1, &|_| None), tree(1, &|_| None));
+        assert_ne!(tree(1, &|_| None), tree(2, &|_| None), "the seed reaches the sealer");
+    }
+
+    #[test]
+    fn the_previous_tree_keeps_its_ciphertext() {
+        let first = tree(1, &|_| None);
+        let previous = |path: &str| crate::manifest::read_object(first.get(path)?);
+        assert_eq!(first, tree(2, &previous), "a different RNG, yet no byte changes");
+        let plan: Json = serde_json::from_slice(&first["clusters/lab/plan.json"]).unwrap();
+        let registry = plan["components"].as_array().unwrap().iter().find(|c| c["id"] == "cluster/image-registry").unwrap();
+        assert!(registry["objects"].as_array().unwrap().iter().any(|o| o["kind"] == "SealedSecret"));
+    }
+
+    #[test]
+    fn secrets_without_a_sealer_are_refused() {
+        let mut bundle = Bundle::with_builtins();
+        bundle.add_spec("lab/spec.yaml", SPEC);
+        let spec = load(&bundle).spec.expect("valid spec");
+        let master = MasterKey::from_bytes([7; 32]);
+        let rendered = render(&spec, &bundle, &Options::default(), &MapInputs::default(), Some(&master)).expect("renders");
+        let error = Tree::new(None).add(rendered.clusters[0].clone(), None).expect_err("refused");
+        assert!(error.to_string().contains("refusing to write a plaintext Secret"), "{error}");
+    }
+
+    fn object(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Resource {
+        let mut body = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
+        if let Some(namespace) = namespace {
+            body["metadata"]["namespace"] = json!(namespace);
+        }
+        Resource::from_json(&body).unwrap().unwrap()
+    }
+
+    fn cluster_of(components: Vec<(&str, Vec<Resource>)>, gitops: Vec<Resource>) -> RenderedCluster {
+        RenderedCluster {
+            name: "c".into(),
+            engine: GitopsEngine::Flux,
+            backend: crate::spec::model::SealingBackend::SealedSecrets,
+            components: components
+                .into_iter()
+                .map(|(id, objects)| Component {
+                    id: id.into(),
+                    name: format!("c-{id}"),
+                    depends_on: Vec::new(),
+                    depth: 0,
+                    objects,
+                    secrets: Vec::new(),
+                    timeout: "10m".into(),
+                })
+                .collect(),
+            graph: crate::render::Graph::default(),
+            gitops,
+        }
+    }
+
+    fn build_plain(cluster: RenderedCluster) -> Result<Files, Error> {
+        let mut tree = Tree::new(None);
+        tree.add(cluster, None)?;
+        Ok(tree.into_files())
+    }
+
+    #[test]
+    fn two_files_holding_one_object_are_refused_naming_both() {
+        // One API group at two versions is one object on the apiserver.
+        let cluster = cluster_of(
+            vec![
+                ("a", vec![object("apps/v1", "Deployment", Some("x"), "y"), object("v1", "ConfigMap", Some("x"), "y")]),
+                ("b", vec![object("apps/v1beta1", "Deployment", Some("x"), "y")]),
+            ],
+            Vec::new(),
+        );
+        let Err(Error::SameObject(clashes)) = build_plain(cluster) else { panic!("a clash must be refused") };
+        assert_eq!(
+            clashes,
+            [SameObject {
+                object: "apps/Deployment/x/y".into(),
+                first: "clusters/c/components/a/deployment-y.yaml".into(),
+                second: "clusters/c/components/b/deployment-y.yaml".into(),
+            }]
+        );
+        // `gitops/` is part of the tree; the core group has no name.
+        let cluster = cluster_of(
+            vec![("a", vec![object("v1", "ConfigMap", Some("flux-system"), "c-a")])],
+            vec![object("v1", "ConfigMap", Some("flux-system"), "c-a")],
+        );
+        let error = build_plain(cluster).unwrap_err().to_string();
+        assert!(error.contains("`ConfigMap/flux-system/c-a`"), "{error}");
+        assert!(error.contains("`clusters/c/components/a/configmap-c-a.yaml` and `clusters/c/gitops/configmap-c-a.yaml`"), "{error}");
+    }
+
+    #[test]
+    fn objects_that_differ_in_group_kind_namespace_or_name_are_distinct() {
+        let cluster = cluster_of(
+            vec![
+                ("a", vec![object("apps/v1", "Deployment", Some("x"), "y"), object("v1", "Namespace", None, "y")]),
+                ("b", vec![object("example.com/v1", "Deployment", Some("x"), "y"), object("apps/v1", "StatefulSet", Some("x"), "y")]),
+                ("c", vec![object("apps/v1", "Deployment", Some("z"), "y"), object("apps/v1", "Deployment", Some("x"), "w")]),
+            ],
+            vec![object("v1", "ConfigMap", Some("x"), "y")],
+        );
+        let files = build_plain(cluster).expect("no two objects share an identity");
+        assert!(files.contains_key("clusters/c/gitops/configmap-y.yaml"));
+    }
+
+    #[test]
+    fn a_missing_master_key_names_the_field() {
+        let mut bundle = Bundle::with_builtins();
+        bundle.add_spec("lab/spec.yaml", SPEC);
+        let spec = load(&bundle).spec.expect("valid spec");
+        let problems = render(&spec, &bundle, &Options::default(), &MapInputs::default(), None).unwrap_err();
+        assert!(problems.environment, "a missing master key is the environment's problem");
+        let errors = problems.diagnostics;
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].path, "spec.imageRegistry.password");
+        assert!(errors[0].message.contains("TFRS_MASTER_KEY"), "{}", errors[0].message);
+    }
+}

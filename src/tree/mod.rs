@@ -1,0 +1,159 @@
+//! The output tree: what a render writes, commits or compares, as typed parts until the edge.
+//!
+//! - [`layout`]: every path of the tree, built and read back;
+//! - [`build`]: one rendered cluster laid out (components, GitOps entry points, plan) and the
+//!   integrity gate;
+//! - [`Tree::seal`]: the Secrets sealed into their files, reusing previous ciphertext;
+//! - [`plan`]: `plan.json`, written here and read by reconcile;
+//! - [`write`]: the output directory, replaced atomically (the only I/O here);
+//! - [`diff`]: two trees compared per object.
+//!
+//! A [`Tree`] keeps its plaintext Secrets (zeroized on drop) until it is dropped, so that
+//! `commit` can seal again over a branch that moved without rendering again.
+
+pub mod build;
+pub mod diff;
+pub mod layout;
+pub mod plan;
+pub mod write;
+
+pub use build::{Error, SameObject};
+pub use plan::Plan;
+
+use crate::render::RenderedCluster;
+use crate::secrets::fingerprint::FingerprintKey;
+use crate::secrets::seal::{Sealer, seal};
+use build::Pending;
+use rand::rngs::StdRng;
+use rand::{CryptoRng, SeedableRng};
+use rayon::prelude::*;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+
+/// Files by path relative to the output root.
+pub type Files = BTreeMap<String, Vec<u8>>;
+
+/// The rendered tree of one or more clusters.
+#[derive(Default)]
+pub struct Tree {
+    files: Files,
+    plans: Vec<Plan>,
+    /// Per cluster (as `plans`), how its Secrets are sealed.
+    sealers: Vec<Option<Sealer>>,
+    /// The Secrets, each with the index of its cluster.
+    pending: Vec<(usize, Pending)>,
+    fingerprint_key: Option<FingerprintKey>,
+}
+
+impl Tree {
+    /// An empty tree. `fingerprint_key` (from the master key) lets sealing reuse previous
+    /// ciphertext; without it every Secret is sealed afresh.
+    #[must_use]
+    pub fn new(fingerprint_key: Option<FingerprintKey>) -> Tree {
+        Tree { fingerprint_key, ..Tree::default() }
+    }
+
+    /// A tree of files already laid out and sealed (read back from a directory or a Git tree):
+    /// no plans, nothing to seal.
+    #[must_use]
+    pub fn from_files(files: Files) -> Tree {
+        Tree { files, ..Tree::default() }
+    }
+
+    /// Adds a rendered cluster, laid out (see [`build`]); its Secrets wait for [`Tree::seal`].
+    ///
+    /// # Errors
+    ///
+    /// As [`build::lay_out`]; the tree is unchanged then.
+    pub fn add(&mut self, cluster: RenderedCluster, sealer: Option<Sealer>) -> Result<(), Error> {
+        let laid = build::lay_out(cluster, sealer.as_ref())?;
+        let index = self.plans.len();
+        self.files.extend(laid.files);
+        self.plans.push(laid.plan);
+        self.sealers.push(sealer);
+        self.pending.extend(laid.pending.into_iter().map(|p| (index, p)));
+        Ok(())
+    }
+
+    /// Seals every Secret into its file. `previous` returns the object previously written at
+    /// a path (relative to the output root), whose ciphertext is kept when its fingerprints
+    /// still match (zero-diff re-renders). May be called again, e.g. over a newer previous tree.
+    ///
+    /// `previous` is asked and `rng` drawn from in tree order first (one 32-byte seed per
+    /// Secret, for an RNG of its own), then the Secrets are sealed in parallel: a seeded `rng`
+    /// gives the same bytes.
+    ///
+    /// # Errors
+    ///
+    /// A Secret that cannot be sealed ([`Error::Seal`]).
+    pub fn seal<R: CryptoRng + ?Sized>(&mut self, previous: &dyn Fn(&str) -> Option<Json>, rng: &mut R) -> Result<(), Error> {
+        // Sequential: `previous` may read a Git tree (not shareable across threads) and the
+        // seeds come from one stream, in order.
+        let inputs: Vec<(Option<Json>, [u8; 32])> = self
+            .pending
+            .iter()
+            .map(|(_, pending)| {
+                let mut seed = [0u8; 32];
+                rng.fill_bytes(&mut seed);
+                (previous(&pending.path), seed)
+            })
+            .collect();
+        let (sealers, key) = (&self.sealers, self.fingerprint_key.as_ref());
+        let sealed: Vec<Result<(String, Vec<u8>), Error>> = self
+            .pending
+            .par_iter()
+            .zip(inputs.into_par_iter())
+            .map(|((cluster, pending), (old, seed))| {
+                let Some(sealer) = sealers[*cluster].as_ref() else { unreachable!("a Secret is laid out only with a sealer") };
+                seal_one(pending, sealer, key, old.as_ref(), seed)
+            })
+            .collect();
+        for result in sealed {
+            let (path, bytes) = result?;
+            self.files.insert(path, bytes);
+        }
+        Ok(())
+    }
+
+    /// Every file, by path relative to the output root (the sealed Secrets once sealed).
+    #[must_use]
+    pub fn files(&self) -> &Files {
+        &self.files
+    }
+
+    /// The files, giving up the rest (the plaintext Secrets are zeroized).
+    #[must_use]
+    pub fn into_files(self) -> Files {
+        self.files
+    }
+
+    /// The plans, one per cluster, in the order the clusters were added.
+    #[must_use]
+    pub fn plans(&self) -> &[Plan] {
+        &self.plans
+    }
+
+    /// The names of the clusters, in the order they were added.
+    pub fn clusters(&self) -> impl Iterator<Item = &str> {
+        self.plans.iter().map(|plan| plan.cluster.as_str())
+    }
+}
+
+fn seal_one(
+    pending: &Pending,
+    sealer: &Sealer,
+    key: Option<&FingerprintKey>,
+    old: Option<&Json>,
+    seed: [u8; 32],
+) -> Result<(String, Vec<u8>), Error> {
+    let secret = &pending.secret;
+    let failed = |source| Error::Seal {
+        component: pending.component.clone(),
+        namespace: secret.namespace.clone(),
+        name: secret.name.clone(),
+        source,
+    };
+    let body = seal(secret, old, sealer, key, &mut StdRng::from_seed(seed)).map_err(failed)?;
+    let text = crate::manifest::to_yaml(&body).map_err(|e| Error::Yaml(sealer.target(secret).to_string(), e))?;
+    Ok((pending.path.clone(), text.into_bytes()))
+}
