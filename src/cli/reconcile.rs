@@ -2,10 +2,11 @@
 
 use super::Status;
 use super::args::{ProgressFormat, ReconcileArgs};
+use crate::layout;
 use crate::reconcile::apply::Target;
 use crate::reconcile::rollout::Rollout;
 use crate::reconcile::{self, ComponentResult, Event, Mode, Options, Outcome, format_duration};
-use crate::tree::{Plan, layout, write};
+use crate::tree::{Plan, write};
 use anyhow::{Context as _, bail};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::{BTreeMap, HashMap};

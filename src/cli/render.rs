@@ -3,9 +3,10 @@
 use super::Status;
 use super::args::RenderArgs;
 use super::stages::{load, report};
+use crate::layout;
 use crate::pipeline::{self, Built, Setup};
 use crate::source::{inputs, memo_cache};
-use crate::tree::{Files, layout, write};
+use crate::tree::{Files, write};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 

@@ -22,8 +22,8 @@
 use super::pack::{self, Object};
 use super::remote::{self, Pushed};
 use super::{Author, Error, Result, file_ids, previous_object};
+use crate::layout::cluster_dirs;
 use crate::tree::diff::{self, Diff};
-use crate::tree::layout::cluster_dirs;
 use crate::tree::{self, Files};
 use git2::build::CheckoutBuilder;
 use git2::{ErrorCode, ObjectType, OdbLookupFlags, Oid, Repository, Signature, Tree};

@@ -1,4 +1,4 @@
-//! Writing new objects as one pack: [`write`] compresses the objects in parallel (no deltas),
+//! Writing new objects as one pack: [`write()`] compresses the objects in parallel (no deltas),
 //! writes the pack and its version-2 index under `objects/pack/`, syncs both to disk and only
 //! then renames them into place (the index last, as git does), so a reader sees all of the pack
 //! or none of it, and a ref moved afterwards never points at objects that are not on disk.

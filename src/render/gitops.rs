@@ -4,9 +4,9 @@
 use super::check::Scope;
 use super::cluster::{ARGOCD_NAMESPACE, FLUX_NAMESPACE};
 use super::{Component, Context, Resource, labels};
+use crate::layout;
 use crate::spec::Object;
 use crate::spec::model::{ClusterSpec, GitopsEngine};
-use crate::tree::layout;
 use rayon::prelude::*;
 use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};

@@ -275,7 +275,7 @@ impl<'a> Context<'a> {
     pub(crate) fn render_jobs(&mut self, cluster: &str, base: &minijinja::Value, base_digest: &[u8; 32], components: &mut [Component]) {
         let jobs = std::mem::take(&mut self.jobs);
         let (env, memo) = (self.env, self.memo);
-        let root = crate::tree::layout::cluster_dir(cluster);
+        let root = crate::layout::cluster_dir(cluster);
         let done: Vec<(String, Done)> = jobs
             .into_par_iter()
             .map(|job| {

@@ -13,8 +13,7 @@ use std::path::{Path, PathBuf};
 /// Directories never searched for specs: they hold overlays, keys and templates.
 const SKIPPED_DIRECTORIES: &[&str] = &["overlays", "keys", "templates", "secrets"];
 
-/// The marker file at the root of every tree `tfrs render` writes.
-pub const RENDERED_MARKER: &str = ".tfrs-output";
+use crate::layout::RENDERED_MARKER;
 
 /// Errors reading inputs.
 #[derive(Debug, thiserror::Error)]

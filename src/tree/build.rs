@@ -3,8 +3,8 @@
 //! plan, and the integrity gate over the whole cluster. The Secrets are left for the seal step
 //! (`tree::seal`); their files, names and plan entries are known here. Pure.
 
-use super::layout::{self, kustomization};
 use super::plan::{self, Plan};
+use crate::layout::{self, kustomization};
 use crate::object::ObjectId;
 use crate::render::{Component, RenderedCluster};
 use crate::secrets::PlainSecret;

@@ -11,7 +11,7 @@
 //! added, removed, changed, unchanged or resealed by comparing the keyed fingerprints of the
 //! `tfrs.turingfocus.cn/fingerprints` annotation (or, without fingerprints, the ciphertext).
 
-use super::layout::locate;
+use crate::layout::locate;
 use crate::secrets::fingerprint::ANNOTATION;
 use rayon::prelude::*;
 use serde::Serialize;

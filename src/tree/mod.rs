@@ -1,6 +1,6 @@
 //! The output tree: what a render writes, commits or compares, as typed parts until the edge.
+//! Its paths are [`crate::layout`]'s.
 //!
-//! - [`layout`]: every path of the tree, built and read back;
 //! - [`build`]: one rendered cluster laid out (components, GitOps entry points, plan) and the
 //!   integrity gate;
 //! - [`Tree::seal`]: the Secrets sealed into their files, reusing previous ciphertext;
@@ -13,7 +13,6 @@
 
 pub mod build;
 pub mod diff;
-pub mod layout;
 pub mod plan;
 pub mod write;
 
@@ -64,7 +63,8 @@ impl Tree {
     ///
     /// # Errors
     ///
-    /// As [`build::lay_out`]; the tree is unchanged then.
+    /// A Secret without a sealer, two objects that would share a file, objects of the cluster
+    /// that share an identity ([`Error::SameObject`]); the tree is unchanged then.
     pub fn add(&mut self, cluster: RenderedCluster, sealer: Option<Sealer>) -> Result<(), Error> {
         let laid = build::lay_out(cluster, sealer.as_ref())?;
         let index = self.plans.len();

@@ -25,7 +25,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The marker file at the root of every directory tfrs renders.
-pub const MARKER: &str = crate::source::RENDERED_MARKER;
+pub const MARKER: &str = crate::layout::RENDERED_MARKER;
 const MARKER_TEXT: &str = "This directory is written by `tfrs render`; it is replaced whole on every render.\n";
 
 /// The output directory as an absolute path with symlinks resolved (a symlinked `--out` renders

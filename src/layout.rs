@@ -1,4 +1,5 @@
-//! The output layout, both ways: where each part of a cluster is written, and what a path of a
+//! The output layout, both ways (a leaf module: the render, the tree, the input reader and
+//! reconcile all depend on it, it depends on nothing): where each part of a cluster is written, and what a path of a
 //! rendered tree belongs to. Every other module builds and reads paths through these functions.
 //!
 //! ```text
@@ -11,6 +12,10 @@
 //! ```
 
 use std::collections::BTreeMap;
+
+/// The marker file at the root of every tree `tfrs render` writes (the input reader skips such
+/// directories; the writer replaces only directories that have it).
+pub const RENDERED_MARKER: &str = ".tfrs-output";
 
 /// The directory holding every cluster.
 pub const CLUSTERS: &str = "clusters";
