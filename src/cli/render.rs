@@ -6,9 +6,11 @@ use super::stages::{load, report};
 use crate::layout;
 use crate::pipeline::{self, Built, Setup};
 use crate::source::{inputs, memo_cache};
-use crate::tree::{Files, write};
+use crate::spec::{Bundle, Spec};
+use crate::tree::{Files, Tree, write};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
+use std::path::Path;
 
 /// Runs `tfrs render`.
 pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
@@ -34,32 +36,16 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // The memo of the last render into this directory (none with `--no-memo`, or when it
     // cannot be read: then every component is templated).
     let memo_file = (!args.no_memo).then(|| memo_cache::path(&out)).flatten();
-    let memo = memo_file.as_deref().and_then(|file| setup.memo(memo_cache::load(file), &old));
-    let Built { mut tree, memo: table, reused } = match pipeline::build(&spec, &bundle, &setup, memo.as_ref()) {
-        Ok(built) => built,
-        Err(failure) => {
-            report(failure, &bundle)?;
-            return Ok(Status::Failure);
-        }
+    let Some(Built { mut tree, memo: table, reused }) = build(&spec, &bundle, &setup, memo_file.as_deref(), &old)? else {
+        return Ok(Status::Failure);
     };
-    drop(memo);
-    let sealed = sealed_files(&old);
-    let previous = |relative: &str| match sealed.get(relative) {
-        Some(object) => Some(object.clone()),
-        None => old.get(relative).and_then(|bytes| crate::manifest::read_object(bytes)),
-    };
-    tree.seal(&previous, &mut inputs::system_rng())?;
+    let sealed = seal_against(&mut tree, &old)?;
     let files = tree.into_files();
     let changes = write::Changes::new(&files, &old);
     let (changed, removed) = (changes.changed.len(), changes.removed.len());
     warn_dropped_clusters(&files, &old, args.check);
     if args.check {
-        if changed == 0 && removed == 0 {
-            writeln!(stdout, "up to date: {} files in `{}`", files.len(), args.out.display())?;
-            return Ok(Status::Success);
-        }
-        writeln!(stdout, "out of date: {changed} files would change and {removed} would be removed in `{}`", args.out.display())?;
-        return Ok(Status::Failure);
+        return check_report(stdout, &args.out, files.len(), changed, removed);
     }
     // NB: a tree that already holds exactly these files is left as it is (nothing to swap).
     if changed > 0 || removed > 0 || !out.join(write::MARKER).exists() {
@@ -70,13 +56,12 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     }
     // How much of the templating the memo saved (not shown without a memo).
     let memo_note = if table.is_empty() { String::new() } else { format!("; {reused} of {} templated units reused", table.len()) };
-    let clusters = spec.clusters.len();
+    let (clusters, objects) = (spec.clusters.len(), files.keys().filter(|p| is_object_file(p)).count());
     writeln!(
         stdout,
-        "rendered {clusters} cluster{} into `{}`: {} objects in {} files ({changed} changed, {removed} removed{memo_note})",
+        "rendered {clusters} cluster{} into `{}`: {objects} objects in {} files ({changed} changed, {removed} removed{memo_note})",
         if clusters == 1 { "" } else { "s" },
         args.out.display(),
-        files.keys().filter(|p| p.ends_with(".yaml") && !p.ends_with(layout::KUSTOMIZATION)).count(),
         files.len()
     )?;
     // NB: the process ends next; freeing tens of thousands of buffers one by one would take a
@@ -86,21 +71,54 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     Ok(Status::Success)
 }
 
+/// `--check`: whether the directory already holds this render.
+fn check_report(stdout: &mut dyn Write, out: &Path, files: usize, changed: usize, removed: usize) -> anyhow::Result<Status> {
+    if changed == 0 && removed == 0 {
+        writeln!(stdout, "up to date: {files} files in `{}`", out.display())?;
+        return Ok(Status::Success);
+    }
+    writeln!(stdout, "out of date: {changed} files would change and {removed} would be removed in `{}`", out.display())?;
+    Ok(Status::Failure)
+}
+
+/// Builds the tree, reusing what the memo in `memo_file` and the current tree `old` still hold;
+/// `None` after reporting an invalid spec.
+fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, memo_file: Option<&Path>, old: &Files) -> anyhow::Result<Option<Built>> {
+    let memo = memo_file.and_then(|file| setup.memo(memo_cache::load(file), old));
+    match pipeline::build(spec, bundle, setup, memo.as_ref()) {
+        Ok(built) => Ok(Some(built)),
+        Err(failure) => report(failure, bundle).map(|()| None),
+    }
+}
+
 /// Saves the memo of this render. Only after the tree is in place, and a memo that cannot be
 /// saved costs the next render time, never correctness: the stamps are checked against the
 /// files.
-fn save_memo(file: &std::path::Path, table: &crate::render::memo::Table) {
+fn save_memo(file: &Path, table: &crate::render::memo::Table) {
     if let Err(error) = memo_cache::save(file, table) {
         eprintln!("warning: the render memo was not saved to `{}`: {error}", file.display());
     }
 }
 
-/// The sealed objects of the current tree, parsed up front in parallel: the files sealing may
-/// reuse. Any other path asked for is parsed when asked.
-fn sealed_files(old: &Files) -> HashMap<&str, serde_json::Value> {
+/// Whether a path of the tree holds an object (not a `kustomization.yaml` or the plan).
+fn is_object_file(path: &str) -> bool {
+    path.ends_with(".yaml") && !path.ends_with(layout::KUSTOMIZATION)
+}
+
+/// Seals `tree` against the current tree `old`, whose sealed objects (the files sealing may
+/// reuse) are parsed up front, in parallel; any other path asked for is parsed when asked.
+/// Returns those parsed objects, for the caller to drop (or not) when it is done.
+fn seal_against<'a>(tree: &mut Tree, old: &'a Files) -> anyhow::Result<HashMap<&'a str, serde_json::Value>> {
     use rayon::prelude::*;
     let candidates: Vec<(&String, &Vec<u8>)> = old.iter().filter(|(path, _)| layout::is_sealed_file(path)).collect();
-    candidates.into_par_iter().filter_map(|(path, bytes)| Some((path.as_str(), crate::manifest::read_object(bytes)?))).collect()
+    let sealed: HashMap<&str, serde_json::Value> =
+        candidates.into_par_iter().filter_map(|(path, bytes)| Some((path.as_str(), crate::manifest::read_object(bytes)?))).collect();
+    let previous = |relative: &str| match sealed.get(relative) {
+        Some(object) => Some(object.clone()),
+        None => old.get(relative).and_then(|bytes| crate::manifest::read_object(bytes)),
+    };
+    tree.seal(&previous, &mut inputs::system_rng())?;
+    Ok(sealed)
 }
 
 /// Warns about clusters of the current tree that this render does not hold (they are removed).
