@@ -1,8 +1,8 @@
 //! Checks across fields and objects that a schema cannot express: references, namespaces,
 //! personal tenants, shared middleware, secret sources, ConfzData TOML.
 //!
-//! One file per kind ([`cluster`], with its [`billing`] in a file of its own, [`tenant`],
-//! [`server`]) and one for the checks across tenants ([`namespaces`]).
+//! One file per kind (`cluster.rs`, with its billing in `billing.rs`, `tenant.rs`, `server.rs`)
+//! and one for the checks across tenants (`namespaces.rs`).
 
 mod billing;
 mod cluster;
@@ -71,15 +71,15 @@ pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn 
 }
 
 // The diagnostics of a check name a field path once: it is both where the diagnostic points
-// and what it is about.
+// and what it is about. (`error_at` and `warning_at` serve the prerequisite checks too.)
 impl<S> Object<S> {
     /// An error about the field at `path`, at the field (or its closest existing ancestor).
-    fn error_at(&self, path: &str, message: impl Into<String>) -> Diagnostic {
+    pub(super) fn error_at(&self, path: &str, message: impl Into<String>) -> Diagnostic {
         Diagnostic::error(self.locate(path), path, message)
     }
 
     /// A warning about the field at `path`, at the field (or its closest existing ancestor).
-    fn warning_at(&self, path: &str, message: impl Into<String>) -> Diagnostic {
+    pub(super) fn warning_at(&self, path: &str, message: impl Into<String>) -> Diagnostic {
         Diagnostic::warning(self.locate(path), path, message)
     }
 
