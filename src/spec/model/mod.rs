@@ -7,8 +7,9 @@
 //! format check in [`super::schema`] (DNS labels, quantities, durations, environment variable
 //! names).
 //!
-//! One file per kind ([`cluster`], [`tenant`], [`server`]) and one for [`SecretSource`]; every
-//! type is re-exported here, so `model::ClusterSpec` and the like are the paths to use.
+//! One file per kind (`cluster.rs`, `tenant.rs`, `server.rs`) and one for [`SecretSource`]
+//! (`secrets.rs`); every type is re-exported here, so `model::ClusterSpec` and the like are the
+//! paths to use.
 
 mod cluster;
 mod secrets;
