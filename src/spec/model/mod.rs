@@ -85,7 +85,7 @@ pub struct VersionedComponent {
 }
 
 impl Default for VersionedComponent {
-    /// On, with no version: the field that holds it pins one ([`VersionedComponent::pinned`]).
+    /// On, with no version: the field that holds it pins one (`VersionedComponent::pinned`).
     fn default() -> Self {
         VersionedComponent { enabled: true, version: String::new() }
     }
