@@ -49,69 +49,24 @@ pub fn crd(kind: Kind) -> Json {
     })
 }
 
+/// The structural schema (what the apiserver accepts in a CRD) of a schemars `schema`, whose
+/// `$ref`s point into `defs`: references inlined, `anyOf`s of constants made enums, nullable
+/// types marked `nullable`, numbers-or-strings `x-kubernetes-int-or-string`.
 fn structural(schema: &Json, defs: &Json, depth: usize) -> Json {
     let Some(object) = schema.as_object() else { return json!({}) };
     if depth > 32 {
         return json!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true });
     }
     if let Some(reference) = object.get("$ref").and_then(Json::as_str) {
-        let name = reference.trim_start_matches("#/$defs/");
-        let mut resolved = defs.get(name).cloned().unwrap_or(json!({}));
-        if let (Some(target), Some(description)) = (resolved.as_object_mut(), object.get("description")) {
-            target.insert("description".into(), description.clone());
-        }
-        if let (Some(target), Some(default)) = (resolved.as_object_mut(), object.get("default")) {
-            target.insert("default".into(), default.clone());
-        }
-        return structural(&resolved, defs, depth + 1);
+        return structural(&resolve(reference, object, defs), defs, depth + 1);
     }
     let mut out = Map::new();
     if let Some(branches) = object.get("anyOf").or_else(|| object.get("oneOf")).and_then(Json::as_array) {
-        let constants: Option<Vec<Json>> = branches
-            .iter()
-            .map(|b| {
-                b.get("const")
-                    .cloned()
-                    .or_else(|| b.get("enum").and_then(Json::as_array).and_then(|e| (e.len() == 1).then(|| e[0].clone())))
-            })
-            .collect();
-        if let Some(values) = constants {
-            out.insert("type".into(), json!("string"));
-            out.insert("enum".into(), Json::Array(values));
-        } else {
-            let non_null: Vec<&Json> = branches.iter().filter(|b| b.get("type") != Some(&json!("null"))).collect();
-            if let Some(first) = non_null.first()
-                && let Json::Object(inner) = structural(first, defs, depth + 1)
-            {
-                out.extend(inner);
-            }
-            if non_null.len() < branches.len() {
-                out.insert("nullable".into(), json!(true));
-            }
-        }
+        any_of(branches, defs, depth, &mut out);
     }
     for (key, value) in object {
         match key.as_str() {
-            "type" => match value {
-                Json::Array(types) if types.iter().any(|t| t == "string") && types.iter().any(|t| t == "number" || t == "integer") => {
-                    out.insert("x-kubernetes-int-or-string".into(), json!(true));
-                    out.insert("anyOf".into(), json!([{ "type": "integer" }, { "type": "string" }]));
-                    if types.iter().any(|t| t == "null") {
-                        out.insert("nullable".into(), json!(true));
-                    }
-                }
-                Json::Array(types) => {
-                    if let Some(t) = types.iter().find(|t| *t != "null") {
-                        out.insert("type".into(), t.clone());
-                    }
-                    if types.iter().any(|t| t == "null") {
-                        out.insert("nullable".into(), json!(true));
-                    }
-                }
-                other => {
-                    out.insert("type".into(), other.clone());
-                }
-            },
+            "type" => types(value, &mut out),
             "properties" => {
                 let properties: Map<String, Json> = value
                     .as_object()
@@ -142,6 +97,70 @@ fn structural(schema: &Json, defs: &Json, depth: usize) -> Json {
         out.insert("type".into(), json!("object"));
     }
     Json::Object(out)
+}
+
+/// The definition `reference` names, with the description and default of the referring
+/// `object`.
+fn resolve(reference: &str, object: &Map<String, Json>, defs: &Json) -> Json {
+    let name = reference.trim_start_matches("#/$defs/");
+    let mut resolved = defs.get(name).cloned().unwrap_or(json!({}));
+    if let (Some(target), Some(description)) = (resolved.as_object_mut(), object.get("description")) {
+        target.insert("description".into(), description.clone());
+    }
+    if let (Some(target), Some(default)) = (resolved.as_object_mut(), object.get("default")) {
+        target.insert("default".into(), default.clone());
+    }
+    resolved
+}
+
+/// An `anyOf` (or `oneOf`): constants become a string enum; otherwise the first branch that
+/// is not `null`, nullable when one is.
+fn any_of(branches: &[Json], defs: &Json, depth: usize, out: &mut Map<String, Json>) {
+    let constants: Option<Vec<Json>> = branches
+        .iter()
+        .map(|b| {
+            b.get("const").cloned().or_else(|| b.get("enum").and_then(Json::as_array).and_then(|e| (e.len() == 1).then(|| e[0].clone())))
+        })
+        .collect();
+    if let Some(values) = constants {
+        out.insert("type".into(), json!("string"));
+        out.insert("enum".into(), Json::Array(values));
+        return;
+    }
+    let non_null: Vec<&Json> = branches.iter().filter(|b| b.get("type") != Some(&json!("null"))).collect();
+    if let Some(first) = non_null.first()
+        && let Json::Object(inner) = structural(first, defs, depth + 1)
+    {
+        out.extend(inner);
+    }
+    if non_null.len() < branches.len() {
+        out.insert("nullable".into(), json!(true));
+    }
+}
+
+/// A `type`: one type, or a list of them, which a structural schema writes as one type and
+/// `nullable`, or as `x-kubernetes-int-or-string`.
+fn types(value: &Json, out: &mut Map<String, Json>) {
+    match value {
+        Json::Array(types) if types.iter().any(|t| t == "string") && types.iter().any(|t| t == "number" || t == "integer") => {
+            out.insert("x-kubernetes-int-or-string".into(), json!(true));
+            out.insert("anyOf".into(), json!([{ "type": "integer" }, { "type": "string" }]));
+            if types.iter().any(|t| t == "null") {
+                out.insert("nullable".into(), json!(true));
+            }
+        }
+        Json::Array(types) => {
+            if let Some(t) = types.iter().find(|t| *t != "null") {
+                out.insert("type".into(), t.clone());
+            }
+            if types.iter().any(|t| t == "null") {
+                out.insert("nullable".into(), json!(true));
+            }
+        }
+        other => {
+            out.insert("type".into(), other.clone());
+        }
+    }
 }
 
 #[cfg(test)]

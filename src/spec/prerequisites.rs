@@ -15,7 +15,11 @@ pub(super) fn check(
     tenants: &BTreeMap<&str, &Object<TenantSpec>>,
     out: &mut Vec<Diagnostic>,
 ) {
-    storage_and_certificates(spec, clusters, tenants, out);
+    // Warnings where a spec contradicts what the rendered tree needs from the cluster: a
+    // ReadWriteMany class for the shared cache, and hosts Let's Encrypt can reach and issue for.
+    shared_cache_class(spec, clusters, out);
+    let names = certificate_names(spec, clusters, tenants, out);
+    letsencrypt(spec, names, out);
     timescaledb(spec, clusters, out);
 }
 
@@ -70,9 +74,6 @@ fn non_public(host: &str) -> Option<String> {
         .map(|(suffix, why)| format!("`.{suffix}` {why}"))
 }
 
-/// Warnings where a spec contradicts what the rendered tree needs from the cluster
-/// (docs/prerequisites.md): a ReadWriteMany class for the shared cache, and hosts Let's Encrypt
-/// can reach and issue for.
 /// The CloudNativePG chart whose operator (1.27) first has image-volume extensions
 /// (`Cluster.spec.postgresql.extensions`), which TimescaleDB needs.
 const CNPG_CHART_WITH_EXTENSIONS: (u64, u64, u64) = (0, 26, 0);
@@ -96,8 +97,7 @@ fn timescaledb(spec: &Spec, clusters: &BTreeMap<&str, &Object<ClusterSpec>>, out
         if cnpg.enabled && semver(&cnpg.version).is_some_and(|v| v < CNPG_CHART_WITH_EXTENSIONS) {
             let path = "spec.operators.cnpg.version";
             out.push(
-                Diagnostic::error(
-                    cluster.locate(path),
+                cluster.error_at(
                     path,
                     format!(
                         "chart {} runs a CloudNativePG operator without image-volume extensions (`Cluster.spec.postgresql.extensions`, operator 1.27, chart 0.26), which TimescaleDB of tenant `{}` needs",
@@ -112,8 +112,7 @@ fn timescaledb(spec: &Spec, clusters: &BTreeMap<&str, &Object<ClusterSpec>>, out
         let gate = kubernetes.feature_gates.iter().any(|g| g == "ImageVolume");
         match kubernetes.minor() {
             None => out.push(
-                Diagnostic::warning(
-                    tenant.locate(field),
+                tenant.warning_at(
                     field,
                     format!(
                         "TimescaleDB mounts its extension as an image volume: it needs Kubernetes 1.35, or 1.33/1.34 with the `ImageVolume` feature gate, and cluster `{}` does not say what it runs",
@@ -123,8 +122,7 @@ fn timescaledb(spec: &Spec, clusters: &BTreeMap<&str, &Object<ClusterSpec>>, out
                 .with_help("set `spec.kubernetes.version` (and `featureGates: [ImageVolume]` on 1.33/1.34) of the TFRCluster to have this checked"),
             ),
             Some(minor) if minor < 33 || (minor < 35 && !gate) => out.push(
-                Diagnostic::error(
-                    tenant.locate(field),
+                tenant.error_at(
                     field,
                     format!(
                         "TimescaleDB mounts its extension as an image volume, which Kubernetes {} cannot{}: it needs 1.35, or 1.33/1.34 with the `ImageVolume` feature gate",
@@ -139,12 +137,9 @@ fn timescaledb(spec: &Spec, clusters: &BTreeMap<&str, &Object<ClusterSpec>>, out
     }
 }
 
-fn storage_and_certificates(
-    spec: &Spec,
-    clusters: &BTreeMap<&str, &Object<ClusterSpec>>,
-    tenants: &BTreeMap<&str, &Object<TenantSpec>>,
-    out: &mut Vec<Diagnostic>,
-) {
+/// The shared cache is mounted by the workers of every server: its class must serve
+/// ReadWriteMany.
+fn shared_cache_class(spec: &Spec, clusters: &BTreeMap<&str, &Object<ClusterSpec>>, out: &mut Vec<Diagnostic>) {
     for tenant in &spec.tenants {
         let cache = &tenant.spec.shared_cache;
         if !cache.enabled {
@@ -156,8 +151,7 @@ fn storage_and_certificates(
             // NB: Docker Desktop's default class, `hostpath`, serves ReadWriteMany on its one node.
             if ingress.is_some_and(|kind| kind != IngressType::DockerDesktop) {
                 out.push(
-                    Diagnostic::warning(
-                        tenant.locate(field),
+                    tenant.warning_at(
                         field,
                         "not set: the shared cache, mounted by the workers of every server, gets the cluster's default StorageClass, which is usually ReadWriteOnce only (cloud block storage, local-path)",
                     )
@@ -171,8 +165,7 @@ fn storage_and_certificates(
         let what = known.or_else(|| class.ends_with("-rwo").then_some("as its name says"));
         if let Some(what) = what {
             out.push(
-                Diagnostic::warning(
-                    tenant.locate(field),
+                tenant.warning_at(
                     field,
                     format!(
                         "StorageClass `{class}` provisions ReadWriteOnce volumes only ({what}), but the shared cache is mounted ReadWriteMany by the workers of every server"
@@ -182,7 +175,17 @@ fn storage_and_certificates(
             );
         }
     }
-    // The ingress certificate of each cluster names the base domain and every server's host.
+}
+
+/// The names the ingress certificate of each cluster holds besides its base domain: every
+/// server's host. A Let's Encrypt cluster whose servers include one with a host it cannot
+/// issue for gets a warning there.
+fn certificate_names<'a>(
+    spec: &Spec,
+    clusters: &BTreeMap<&str, &'a Object<ClusterSpec>>,
+    tenants: &BTreeMap<&str, &Object<TenantSpec>>,
+    out: &mut Vec<Diagnostic>,
+) -> BTreeMap<&'a str, BTreeSet<String>> {
     let mut names: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for server in &spec.servers {
         let Some(tenant) = tenants.get(server.spec.tenant.as_str()) else { continue };
@@ -200,19 +203,25 @@ fn storage_and_certificates(
             && let Some(why) = non_public(&server.spec.host)
         {
             out.push(
-                Diagnostic::warning(
-                    server.locate("spec.host"),
-                    "spec.host",
-                    format!(
-                        "Let's Encrypt issues no certificate for `{host}` ({why}), and cluster `{}` has one ingress certificate for every host: none of them would get it",
-                        cluster.name()
-                    ),
-                )
-                .with_help("use a host under a public domain, or `tls.issuer: selfsigned` on the cluster"),
+                server
+                    .warning_at(
+                        "spec.host",
+                        format!(
+                            "Let's Encrypt issues no certificate for `{host}` ({why}), and cluster `{}` has one ingress certificate for every host: none of them would get it",
+                            cluster.name()
+                        ),
+                    )
+                    .with_help("use a host under a public domain, or `tls.issuer: selfsigned` on the cluster"),
             );
         }
         names.entry(cluster.name()).or_default().insert(host);
     }
+    names
+}
+
+/// A Let's Encrypt cluster must be reachable from the internet, have a public base domain and
+/// at most [`LETSENCRYPT_MAX_NAMES`] names (`names`, by cluster) in its ingress certificate.
+fn letsencrypt(spec: &Spec, mut names: BTreeMap<&str, BTreeSet<String>>, out: &mut Vec<Diagnostic>) {
     for cluster in &spec.clusters {
         let ingress = &cluster.spec.ingress;
         if ingress.tls.issuer != Issuer::Letsencrypt {
@@ -221,8 +230,7 @@ fn storage_and_certificates(
         let field = "spec.ingress.tls.issuer";
         if ingress.kind == IngressType::DockerDesktop {
             out.push(
-                Diagnostic::warning(
-                    cluster.locate(field),
+                cluster.warning_at(
                     field,
                     "Let's Encrypt cannot reach a Docker Desktop cluster: its HTTP-01 challenge fetches every host from the internet on port 80",
                 )
@@ -230,23 +238,24 @@ fn storage_and_certificates(
             );
         } else if let Some(why) = non_public(&ingress.domain) {
             out.push(
-                Diagnostic::warning(
-                    cluster.locate(field),
-                    field,
-                    format!(
-                        "Let's Encrypt issues no certificate for `{}` ({why}), so the ingress certificate would never be issued",
-                        ingress.domain
+                cluster
+                    .warning_at(
+                        field,
+                        format!(
+                            "Let's Encrypt issues no certificate for `{}` ({why}), so the ingress certificate would never be issued",
+                            ingress.domain
+                        ),
+                    )
+                    .with_help(
+                        "use `issuer: selfsigned` for a private domain, or a public domain that reaches the ingress gateway on port 80",
                     ),
-                )
-                .with_help("use `issuer: selfsigned` for a private domain, or a public domain that reaches the ingress gateway on port 80"),
             );
         }
         let mut hosts = names.remove(cluster.name()).unwrap_or_default();
         hosts.insert(ingress.domain.clone());
         if hosts.len() > LETSENCRYPT_MAX_NAMES {
             out.push(
-                Diagnostic::warning(
-                    cluster.locate(field),
+                cluster.warning_at(
                     field,
                     format!(
                         "the ingress certificate names {} hosts (the base domain and every server's), but Let's Encrypt puts at most {LETSENCRYPT_MAX_NAMES} in one certificate: it would never be issued",

@@ -236,97 +236,13 @@ pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
             }
         };
         let origin = Origin { file, line: span.start.line(), column: span.start.col() + 1 };
-        let completed = match event {
-            Event::StreamStart | Event::StreamEnd | Event::DocumentStart(..) => None,
-            Event::DocumentEnd => None,
-            #[allow(unreachable_patterns)]
-            Event::Anchor(..) => None,
-            Event::Alias(id) => match builder.anchors.get(&id) {
-                Some(node) => {
-                    let mut node = node.clone();
-                    builder.nodes += node.count();
-                    node.origin = origin;
-                    Some(node)
-                }
-                None => {
-                    builder.error(origin, "invalid YAML: alias to an unknown anchor".to_owned());
-                    Some(Node::new(Value::Null, origin))
-                }
-            },
-            Event::UnresolvedAlias(name) => {
-                builder.error(origin, format!("invalid YAML: alias `*{name}` has no anchor"));
-                Some(Node::new(Value::Null, origin))
-            }
-            Event::Scalar(text, style, anchor, tag) => {
-                let tag = tag.map(|t| t.to_string());
-                let node = builder.scalar(&text, style, tag.as_deref(), origin);
-                builder.nodes += 1;
-                builder.remember(anchor, &node);
-                Some(node)
-            }
-            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_DEPTH => {
-                builder.error(origin, format!("invalid YAML: nested deeper than {MAX_DEPTH} levels"));
-                return Err(builder.errors);
-            }
-            Event::SequenceStart(_, anchor, _) => {
-                stack.push(Frame::Seq { anchor, origin, items: Vec::new() });
-                None
-            }
-            Event::MappingStart(_, anchor, _) => {
-                stack.push(Frame::Map { anchor, origin, entries: Vec::new(), key: None });
-                None
-            }
-            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
-                Some(Frame::Seq { anchor, origin, items }) => {
-                    let node = Node::new(Value::Seq(items), origin);
-                    builder.remember(anchor, &node);
-                    Some(node)
-                }
-                Some(Frame::Map { anchor, origin, entries, .. }) => {
-                    let node = Node::new(Value::Map(entries), origin);
-                    builder.remember(anchor, &node);
-                    Some(node)
-                }
-                None => None,
-            },
-            #[allow(unreachable_patterns)]
-            _ => None,
-        };
+        let Ok(completed) = builder.event(event, origin, &mut stack) else { return Err(builder.errors) };
         if builder.nodes > MAX_NODES {
             builder.error(origin, format!("document too large: more than {MAX_NODES} nodes after expanding aliases"));
             return Err(builder.errors);
         }
         if let Some(node) = completed {
-            match stack.last_mut() {
-                None => documents.push(node),
-                Some(Frame::Seq { items, .. }) => items.push(node),
-                Some(Frame::Map { entries, key, .. }) => match key.take() {
-                    None => match &node.value {
-                        Value::Str(name) => *key = Some(Key { name: name.clone(), origin: node.origin }),
-                        Value::Seq(_) | Value::Map(_) => {
-                            builder.error(node.origin, "invalid YAML: a map key must be a string, found a collection".to_owned());
-                            *key = Some(Key { name: String::new(), origin: node.origin });
-                        }
-                        _ => {
-                            // NB: `8080: x` is a valid key in YAML; Kubernetes and our schema use
-                            // string keys, so the key's text stands in.
-                            let name = node.plain.clone().unwrap_or_default();
-                            *key = Some(Key { name, origin: node.origin });
-                        }
-                    },
-                    Some(k) => {
-                        if let Some((first, _)) = entries.iter().find(|(e, _)| e.name == k.name) {
-                            let message = format!(
-                                "duplicate key `{}` (first set at line {}, column {})",
-                                k.name, first.origin.line, first.origin.column
-                            );
-                            builder.error(k.origin, message);
-                        } else {
-                            entries.push((k, node));
-                        }
-                    }
-                },
-            }
+            builder.attach(node, &mut stack, &mut documents);
         }
     }
     if builder.errors.is_empty() {
@@ -336,6 +252,9 @@ pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
         Err(builder.errors)
     }
 }
+
+/// Nesting past [`MAX_DEPTH`], which ends parsing.
+struct TooDeep;
 
 enum Frame {
     Seq { anchor: usize, origin: Origin, items: Vec<Node> },
@@ -350,6 +269,100 @@ struct Builder {
 }
 
 impl Builder {
+    /// Takes one parser event: opens a collection on `stack`, or returns the node it completes.
+    fn event(&mut self, event: Event<'_>, origin: Origin, stack: &mut Vec<Frame>) -> Result<Option<Node>, TooDeep> {
+        let completed = match event {
+            Event::StreamStart | Event::StreamEnd | Event::DocumentStart(..) => None,
+            Event::DocumentEnd => None,
+            #[allow(unreachable_patterns)]
+            Event::Anchor(..) => None,
+            Event::Alias(id) => match self.anchors.get(&id) {
+                Some(node) => {
+                    let mut node = node.clone();
+                    self.nodes += node.count();
+                    node.origin = origin;
+                    Some(node)
+                }
+                None => {
+                    self.error(origin, "invalid YAML: alias to an unknown anchor".to_owned());
+                    Some(Node::new(Value::Null, origin))
+                }
+            },
+            Event::UnresolvedAlias(name) => {
+                self.error(origin, format!("invalid YAML: alias `*{name}` has no anchor"));
+                Some(Node::new(Value::Null, origin))
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                let tag = tag.map(|t| t.to_string());
+                let node = self.scalar(&text, style, tag.as_deref(), origin);
+                self.nodes += 1;
+                self.remember(anchor, &node);
+                Some(node)
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_DEPTH => {
+                self.error(origin, format!("invalid YAML: nested deeper than {MAX_DEPTH} levels"));
+                return Err(TooDeep);
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                stack.push(Frame::Seq { anchor, origin, items: Vec::new() });
+                None
+            }
+            Event::MappingStart(_, anchor, _) => {
+                stack.push(Frame::Map { anchor, origin, entries: Vec::new(), key: None });
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some(Frame::Seq { anchor, origin, items }) => {
+                    let node = Node::new(Value::Seq(items), origin);
+                    self.remember(anchor, &node);
+                    Some(node)
+                }
+                Some(Frame::Map { anchor, origin, entries, .. }) => {
+                    let node = Node::new(Value::Map(entries), origin);
+                    self.remember(anchor, &node);
+                    Some(node)
+                }
+                None => None,
+            },
+            #[allow(unreachable_patterns)]
+            _ => None,
+        };
+        Ok(completed)
+    }
+
+    /// Puts a completed node where it belongs: a document, an item of the open list, or the
+    /// key or value of the open map.
+    fn attach(&mut self, node: Node, stack: &mut [Frame], documents: &mut Vec<Node>) {
+        match stack.last_mut() {
+            None => documents.push(node),
+            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Map { entries, key, .. }) => match key.take() {
+                None => match &node.value {
+                    Value::Str(name) => *key = Some(Key { name: name.clone(), origin: node.origin }),
+                    Value::Seq(_) | Value::Map(_) => {
+                        self.error(node.origin, "invalid YAML: a map key must be a string, found a collection".to_owned());
+                        *key = Some(Key { name: String::new(), origin: node.origin });
+                    }
+                    _ => {
+                        // NB: `8080: x` is a valid key in YAML; Kubernetes and our schema use
+                        // string keys, so the key's text stands in.
+                        let name = node.plain.clone().unwrap_or_default();
+                        *key = Some(Key { name, origin: node.origin });
+                    }
+                },
+                Some(k) => {
+                    if let Some((first, _)) = entries.iter().find(|(e, _)| e.name == k.name) {
+                        let message =
+                            format!("duplicate key `{}` (first set at line {}, column {})", k.name, first.origin.line, first.origin.column);
+                        self.error(k.origin, message);
+                    } else {
+                        entries.push((k, node));
+                    }
+                }
+            },
+        }
+    }
+
     fn error(&mut self, origin: Origin, message: String) {
         debug_assert_eq!(origin.file, self.file);
         self.errors.push(ParseError { origin, message });

@@ -3,12 +3,16 @@
 //! Pure: works on a [`Bundle`] already in memory. Every problem is collected; nothing stops at
 //! the first error.
 
+mod overlays;
+
+pub use overlays::merge;
+
 use super::bundle::Bundle;
 use super::check;
 use super::diagnostic::{Diagnostic, did_you_mean};
-use super::model::{API_VERSION, ClusterSpec, Document, Metadata, SECRET_FORMS, ServerSpec, TenantSpec};
+use super::model::{API_VERSION, ClusterSpec, Document, Metadata, ServerSpec, TenantSpec};
 use super::schema::{self, Kind, ValidateOptions};
-use super::yaml::{self, Key, Node, Origin, Value};
+use super::yaml::{self, Node, Origin, Value};
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::Value as Json;
@@ -111,22 +115,33 @@ pub fn locate(tree: &Node, path: &str) -> Origin {
     if path.is_empty() { origin } else { node.origin }
 }
 
-/// A parsed overlay document.
-struct OverlayDocument {
-    kind: Kind,
-    spec: Node,
-}
+use overlays::{OverlayDocument, cluster_overlays, parse_overlays};
 
 /// Loads and validates everything in `bundle`.
 #[must_use]
 pub fn load(bundle: &Bundle) -> Loaded {
     let mut out = Vec::new();
     let schemas: BTreeMap<Kind, Json> = Kind::ALL.into_iter().map(|k| (k, k.raw_schema())).collect();
-
     let overlays = parse_overlays(bundle, &schemas, &mut out);
+    let documents = parse_documents(bundle, &mut out);
+    let cluster_overlays = cluster_overlays(&documents, &overlays, bundle, &mut out);
+    let known = known_names(&documents);
+    let inputs = BuildInputs {
+        bundle,
+        schemas: &schemas,
+        overlays: &overlays,
+        cluster_overlays: &cluster_overlays,
+        tenant_clusters: &tenant_clusters(&documents),
+        known: &known,
+    };
+    let spec = build_all(documents, &inputs, &mut out);
+    check::check(&spec, &known, bundle, &mut out);
+    finish(spec, out)
+}
 
-    // Parse spec documents.
-    let mut documents: Vec<(Kind, Node)> = Vec::new();
+/// Every document of every spec file that has a known `kind`, in file order.
+fn parse_documents(bundle: &Bundle, out: &mut Vec<Diagnostic>) -> Vec<(Kind, Node)> {
+    let mut documents = Vec::new();
     for &file in &bundle.specs {
         let text = &bundle.files[file].text;
         let parsed = match yaml::parse(file, text) {
@@ -137,90 +152,60 @@ pub fn load(bundle: &Bundle) -> Loaded {
             }
         };
         for document in parsed {
-            if let Some(kind) = document_kind(&document, &mut out) {
+            if let Some(kind) = document_kind(&document, out) {
                 documents.push((kind, document));
             }
         }
     }
+    documents
+}
 
-    // Which overlays each cluster asks for (from its own spec: overlays cannot name overlays).
-    let mut cluster_overlays: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (kind, document) in &documents {
-        if *kind != Kind::Cluster {
-            continue;
-        }
-        let Some(name) = document.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str) else { continue };
-        let mut names = Vec::new();
-        if let Some(Value::Seq(items)) = document.get("spec").and_then(|s| s.get("overlays")).map(|n| &n.value) {
-            for (index, item) in items.iter().enumerate() {
-                let Some(overlay) = item.as_str() else { continue };
-                if overlays.contains_key(overlay) {
-                    names.push(overlay.to_owned());
-                } else {
-                    out.push(unknown_overlay(item.origin, &format!("spec.overlays[{index}]"), overlay, bundle));
-                }
-            }
-        }
-        cluster_overlays.entry(name.to_owned()).or_insert(names);
-    }
-    let tenant_clusters: BTreeMap<String, String> = documents
+/// The cluster each tenant document names.
+fn tenant_clusters(documents: &[(Kind, Node)]) -> BTreeMap<String, String> {
+    documents
         .iter()
         .filter(|(kind, _)| *kind == Kind::Tenant)
         .filter_map(|(_, d)| {
-            let name = d.get("metadata")?.get("name")?.as_str()?;
+            let name = document_name(d)?;
             let cluster = d.get("spec")?.get("cluster")?.as_str()?;
             Some((name.to_owned(), cluster.to_owned()))
         })
-        .collect();
+        .collect()
+}
 
-    // Names of every document, valid or not, so that one broken object does not make every
-    // reference to it dangle as well.
+/// Names of every document, valid or not, so that one broken object does not make every
+/// reference to it dangle as well.
+fn known_names(documents: &[(Kind, Node)]) -> BTreeMap<Kind, BTreeSet<String>> {
     let mut known: BTreeMap<Kind, BTreeSet<String>> = BTreeMap::new();
-    for (kind, document) in &documents {
-        if let Some(name) = document.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str) {
+    for (kind, document) in documents {
+        if let Some(name) = document_name(document) {
             known.entry(*kind).or_default().insert(name.to_owned());
         }
     }
+    known
+}
 
+/// `metadata.name` of a document, when it is a string.
+fn document_name(document: &Node) -> Option<&str> {
+    document.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str)
+}
+
+/// What building one document reads, besides the document.
+struct BuildInputs<'a> {
+    bundle: &'a Bundle,
+    schemas: &'a BTreeMap<Kind, Json>,
+    overlays: &'a BTreeMap<String, Vec<OverlayDocument>>,
+    cluster_overlays: &'a BTreeMap<String, Vec<String>>,
+    tenant_clusters: &'a BTreeMap<String, String>,
+    known: &'a BTreeMap<Kind, BTreeSet<String>>,
+}
+
+/// Builds every document into the spec.
+fn build_all(documents: Vec<(Kind, Node)>, inputs: &BuildInputs<'_>, out: &mut Vec<Diagnostic>) -> Spec {
     // NB: documents are built in parallel (a large platform has thousands of servers); the
     // results and their problems are gathered in document order.
-    let built: Vec<(Option<Built>, Vec<Diagnostic>)> = documents
-        .into_par_iter()
-        .map(|(kind, document)| {
-            let mut out = Vec::new();
-            let cluster = match kind {
-                Kind::Cluster => document.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str).map(str::to_owned),
-                Kind::Tenant => document.get("spec").and_then(|s| s.get("cluster")).and_then(Node::as_str).map(str::to_owned),
-                Kind::Server => {
-                    document.get("spec").and_then(|s| s.get("tenant")).and_then(Node::as_str).and_then(|t| tenant_clusters.get(t).cloned())
-                }
-            };
-            let mut names: Vec<String> = cluster.and_then(|c| cluster_overlays.get(&c).cloned()).unwrap_or_default();
-            names.extend(bundle.extra_overlays.iter().cloned());
-            let layers: Vec<Layer> = names
-                .iter()
-                .flat_map(|name| {
-                    overlays
-                        .get(name)
-                        .into_iter()
-                        .flatten()
-                        .filter(|o| o.kind == kind)
-                        .map(move |o| Layer { label: format!("overlay `{name}`"), spec: o.spec.clone() })
-                })
-                .collect();
-            let raw = document.clone();
-            let built = match kind {
-                Kind::Cluster => build::<ClusterSpec>(document, layers, &schemas[&kind], &mut out).map(|o| Built::Cluster(Box::new(o))),
-                Kind::Tenant => build::<TenantSpec>(document, layers, &schemas[&kind], &mut out).map(|o| Built::Tenant(Box::new(o))),
-                Kind::Server => build::<ServerSpec>(document, layers, &schemas[&kind], &mut out).map(|o| Built::Server(Box::new(o))),
-            };
-            if built.is_none() {
-                // NB: the typed checks skip an invalid document; its references are still checked.
-                check_raw_reference(kind, &raw, &known, &mut out);
-            }
-            (built, out)
-        })
-        .collect();
+    let built: Vec<(Option<Built>, Vec<Diagnostic>)> =
+        documents.into_par_iter().map(|(kind, document)| build_document(kind, document, inputs)).collect();
     let mut spec = Spec::default();
     for (built, problems) in built {
         out.extend(problems);
@@ -231,9 +216,55 @@ pub fn load(bundle: &Bundle) -> Loaded {
             None => {}
         }
     }
+    spec
+}
 
-    check::check(&spec, &known, bundle, &mut out);
+/// Builds one document under the overlays of its cluster and those of the command line.
+fn build_document(kind: Kind, document: Node, inputs: &BuildInputs<'_>) -> (Option<Built>, Vec<Diagnostic>) {
+    let mut out = Vec::new();
+    let layers = overlay_layers(kind, &document, inputs);
+    let raw = document.clone();
+    let schema = &inputs.schemas[&kind];
+    let built = match kind {
+        Kind::Cluster => build::<ClusterSpec>(document, layers, schema, &mut out).map(|o| Built::Cluster(Box::new(o))),
+        Kind::Tenant => build::<TenantSpec>(document, layers, schema, &mut out).map(|o| Built::Tenant(Box::new(o))),
+        Kind::Server => build::<ServerSpec>(document, layers, schema, &mut out).map(|o| Built::Server(Box::new(o))),
+    };
+    if built.is_none() {
+        // NB: the typed checks skip an invalid document; its references are still checked.
+        check_raw_reference(kind, &raw, inputs.known, &mut out);
+    }
+    (built, out)
+}
 
+/// The overlay layers of a document of `kind`, lowest first: its cluster's, then the command
+/// line's.
+fn overlay_layers(kind: Kind, document: &Node, inputs: &BuildInputs<'_>) -> Vec<Layer> {
+    let cluster = match kind {
+        Kind::Cluster => document_name(document).map(str::to_owned),
+        Kind::Tenant => document.get("spec").and_then(|s| s.get("cluster")).and_then(Node::as_str).map(str::to_owned),
+        Kind::Server => {
+            document.get("spec").and_then(|s| s.get("tenant")).and_then(Node::as_str).and_then(|t| inputs.tenant_clusters.get(t).cloned())
+        }
+    };
+    let mut names: Vec<String> = cluster.and_then(|c| inputs.cluster_overlays.get(&c).cloned()).unwrap_or_default();
+    names.extend(inputs.bundle.extra_overlays.iter().cloned());
+    names
+        .iter()
+        .flat_map(|name| {
+            inputs
+                .overlays
+                .get(name)
+                .into_iter()
+                .flatten()
+                .filter(|o| o.kind == kind)
+                .map(move |o| Layer { label: format!("overlay `{name}`"), spec: o.spec.clone() })
+        })
+        .collect()
+}
+
+/// The result: the diagnostics sorted, the spec only when none is an error.
+fn finish(spec: Spec, out: Vec<Diagnostic>) -> Loaded {
     // The same problem can be found twice (an overlay used by several objects, a document check
     // and the schema): keep one, the first found, which carries the most help.
     let mut unique: BTreeMap<(Origin, super::diagnostic::Severity, String, String), Diagnostic> = BTreeMap::new();
@@ -251,18 +282,6 @@ enum Built {
     Cluster(Box<Object<ClusterSpec>>),
     Tenant(Box<Object<TenantSpec>>),
     Server(Box<Object<ServerSpec>>),
-}
-
-fn unknown_overlay(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> Diagnostic {
-    let known: Vec<String> = bundle.overlays.keys().map(|k| format!("`{k}`")).collect();
-    let mut diagnostic = Diagnostic::error(origin, path, format!("unknown overlay `{name}`, expected one of {}", known.join(", ")));
-    if let Some(close) = did_you_mean(name, bundle.overlays.keys().map(String::as_str)) {
-        diagnostic =
-            diagnostic.with_help(format!("did you mean `{close}`? user overlays live in an `overlays/` directory next to the specs"));
-    } else {
-        diagnostic = diagnostic.with_help("user overlays live in an `overlays/` directory next to the specs, one `<name>.yaml` each");
-    }
-    diagnostic
 }
 
 /// Reads `kind` and `apiVersion` of a spec document, reporting what is wrong with them.
@@ -339,33 +358,6 @@ fn read_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
     }
 }
 
-/// Merges `upper` over `lower`: maps merge recursively, everything else replaces.
-#[must_use]
-pub fn merge(lower: &Node, upper: &Node) -> Node {
-    match (&lower.value, &upper.value) {
-        // NB: a secret source is one choice, not a map of settings: the upper one replaces it.
-        (Value::Map(_), Value::Map(over)) if is_secret_source(over) => upper.clone(),
-        (Value::Map(base), Value::Map(over)) => {
-            let mut entries: Vec<(Key, Node)> = base.clone();
-            for (key, value) in over {
-                match entries.iter_mut().find(|(k, _)| k.name == key.name) {
-                    Some((existing_key, existing)) => {
-                        *existing = merge(existing, value);
-                        *existing_key = key.clone();
-                    }
-                    None => entries.push((key.clone(), value.clone())),
-                }
-            }
-            Node { value: Value::Map(entries), ..upper.clone() }
-        }
-        _ => upper.clone(),
-    }
-}
-
-fn is_secret_source(entries: &[(Key, Node)]) -> bool {
-    !entries.is_empty() && entries.iter().all(|(k, _)| SECRET_FORMS.contains(&k.name.as_str()))
-}
-
 /// Merges the layers under the document's spec, validates the result and deserializes it.
 fn build<S: DeserializeOwned>(mut document: Node, mut layers: Vec<Layer>, schema: &Json, out: &mut Vec<Diagnostic>) -> Option<Object<S>> {
     if let Some(own) = document.get("spec") {
@@ -390,81 +382,6 @@ fn build<S: DeserializeOwned>(mut document: Node, mut layers: Vec<Layer>, schema
             None
         }
     }
-}
-
-fn parse_overlays(bundle: &Bundle, schemas: &BTreeMap<Kind, Json>, out: &mut Vec<Diagnostic>) -> BTreeMap<String, Vec<OverlayDocument>> {
-    let mut overlays = BTreeMap::new();
-    for (name, &file) in &bundle.overlays {
-        let documents = match yaml::parse(file, &bundle.files[file].text) {
-            Ok(documents) => documents,
-            Err(errors) => {
-                out.extend(errors.into_iter().map(|e| Diagnostic::error(e.origin, "(overlay)", e.message)));
-                overlays.insert(name.clone(), Vec::new());
-                continue;
-            }
-        };
-        let mut parsed = Vec::new();
-        for document in documents {
-            let Value::Map(entries) = &document.value else {
-                out.push(Diagnostic::error(
-                    document.origin,
-                    "(overlay)",
-                    format!("expected a map with `kind` and `spec`, found {}", document.describe()),
-                ));
-                continue;
-            };
-            for (key, _) in entries {
-                if !matches!(key.name.as_str(), "apiVersion" | "kind" | "spec") {
-                    let mut diagnostic = Diagnostic::error(
-                        key.origin,
-                        &key.name,
-                        "unknown field in an overlay, expected one of `apiVersion`, `kind`, `spec`",
-                    );
-                    if key.name == "metadata" {
-                        diagnostic = diagnostic.with_help("overlays apply to every object of their kind and have no names");
-                    }
-                    out.push(diagnostic);
-                }
-            }
-            if let Some(version) = document.get("apiVersion")
-                && version.as_str() != Some(API_VERSION)
-            {
-                out.push(Diagnostic::error(
-                    version.origin,
-                    "apiVersion",
-                    format!("expected `{API_VERSION}`, found {}", version.describe()),
-                ));
-            }
-            let Some(kind) = read_kind(&document, out) else { continue };
-            let Some(spec) = document.get("spec") else {
-                out.push(Diagnostic::error(document.origin, "spec", "missing required field"));
-                continue;
-            };
-            let mut spec = spec.clone();
-            for forbidden in ["cluster", "tenant", "overlays"] {
-                if let Some(key) = spec.get_key(forbidden) {
-                    out.push(
-                        Diagnostic::error(key.origin, format!("spec.{forbidden}"), "not allowed in an overlay")
-                            .with_help("references and overlay lists belong in the spec itself"),
-                    );
-                }
-            }
-            let spec_schema = spec_schema(&schemas[&kind]);
-            schema::validate(&mut spec, &spec_schema, "spec", ValidateOptions { partial: true }, out);
-            parsed.push(OverlayDocument { kind, spec });
-        }
-        overlays.insert(name.clone(), parsed);
-    }
-    overlays
-}
-
-/// The schema of `spec` inside a document schema, with the document's `$defs`.
-fn spec_schema(document: &Json) -> Json {
-    let mut spec = document.get("properties").and_then(|p| p.get("spec")).cloned().unwrap_or(Json::Bool(true));
-    if let (Some(object), Some(defs)) = (spec.as_object_mut(), document.get("$defs")) {
-        object.insert("$defs".to_owned(), defs.clone());
-    }
-    spec
 }
 
 #[cfg(test)]

@@ -1,0 +1,174 @@
+//! Checks across fields and objects that a schema cannot express: references, namespaces,
+//! personal tenants, shared middleware, secret sources, ConfzData TOML.
+//!
+//! One file per kind (`cluster.rs`, with its billing in `billing.rs`, `tenant.rs`, `server.rs`)
+//! and one for the checks across tenants (`namespaces.rs`).
+
+mod billing;
+mod cluster;
+mod namespaces;
+mod server;
+mod tenant;
+
+pub use billing::clock_checks;
+
+use super::diagnostic::{Diagnostic, FileTable, did_you_mean};
+use super::load::{Object, Spec};
+use super::model::{ClusterSpec, SecretSource, TenantSpec, TenantType};
+use super::schema::Kind;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Longest tenant namespace: `<ns>-pg-rw` and `<ns>-ts-rw` must stay Service names (63).
+const MAX_NAMESPACE: usize = 57;
+/// Longest server name: `<server>-robot-worker` must stay a label value (63).
+const MAX_SERVER: usize = 50;
+
+/// Where both workers find `config.toml` (the render engine mounts it there).
+pub const CONFZ_DIR: &str = "/etc/tfrobot";
+
+/// The namespace a tenant's objects live in.
+#[must_use]
+pub fn tenant_namespace(name: &str, spec: &TenantSpec) -> String {
+    match spec.kind {
+        TenantType::Personal => format!("personal-{}", spec.function),
+        TenantType::Enterprise if spec.namespace.is_empty() => name.to_owned(),
+        TenantType::Enterprise => spec.namespace.clone(),
+    }
+}
+
+/// Runs every cross-field check.
+pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
+    let empty = BTreeSet::new();
+    let known_clusters = known.get(&Kind::Cluster).unwrap_or(&empty);
+    let known_tenants = known.get(&Kind::Tenant).unwrap_or(&empty);
+    duplicates(&spec.clusters, "TFRCluster", files, out);
+    duplicates(&spec.tenants, "TFRTenant", files, out);
+    duplicates(&spec.servers, "TFRServer", files, out);
+    let clusters: BTreeMap<&str, &Object<ClusterSpec>> = spec.clusters.iter().map(|c| (c.name(), c)).collect();
+    let tenants: BTreeMap<&str, &Object<TenantSpec>> = spec.tenants.iter().map(|t| (t.name(), t)).collect();
+    for cluster in &spec.clusters {
+        cluster::check_cluster(cluster, out);
+    }
+    for tenant in &spec.tenants {
+        tenant::check_tenant(tenant, known_clusters, out);
+    }
+    namespaces::check_namespaces(spec, &clusters, files, out);
+    super::prerequisites::check(spec, &clusters, &tenants, out);
+    let mut hosts: BTreeMap<String, String> = BTreeMap::new();
+    let servers = server::Servers { tenants: &tenants, known_tenants, clusters: &clusters, files };
+    for server in &spec.servers {
+        servers.check_server(server, &mut hosts, out);
+    }
+    for object in &spec.clusters {
+        metadata_namespace(object, out);
+    }
+    for object in &spec.tenants {
+        metadata_namespace(object, out);
+    }
+    for object in &spec.servers {
+        metadata_namespace(object, out);
+    }
+}
+
+// The diagnostics of a check name a field path once: it is both where the diagnostic points
+// and what it is about. (`error_at` and `warning_at` serve the prerequisite checks too.)
+impl<S> Object<S> {
+    /// An error about the field at `path`, at the field (or its closest existing ancestor).
+    pub(super) fn error_at(&self, path: &str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::error(self.locate(path), path, message)
+    }
+
+    /// A warning about the field at `path`, at the field (or its closest existing ancestor).
+    pub(super) fn warning_at(&self, path: &str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::warning(self.locate(path), path, message)
+    }
+
+    /// An error about the field at `path`, which is missing or empty, at the map that holds
+    /// it: the place to add it.
+    fn error_in_parent(&self, path: &str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::error(self.locate(parent(path)), path, message)
+    }
+
+    /// A warning about the field at `path`, which is missing or empty, at the map that holds it.
+    fn warning_in_parent(&self, path: &str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::warning(self.locate(parent(path)), path, message)
+    }
+}
+
+/// `spec.ingress` of `spec.ingress.domain`.
+fn parent(path: &str) -> &str {
+    path.rsplit_once('.').map_or(path, |(parent, _)| parent)
+}
+
+fn metadata_namespace<S>(object: &Object<S>, out: &mut Vec<Diagnostic>) {
+    if object.metadata.namespace.is_some() {
+        out.push(object.warning_at(
+            "metadata.namespace",
+            "ignored: the namespace is derived from the tenant (`spec.namespace`, or `personal-<function>`)",
+        ));
+    }
+}
+
+fn duplicates<S>(objects: &[Object<S>], kind: &str, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
+    let mut seen: BTreeMap<&str, &Object<S>> = BTreeMap::new();
+    for object in objects {
+        if let Some(first) = seen.get(object.name()) {
+            let at = first.locate("metadata.name");
+            out.push(object.error_at(
+                "metadata.name",
+                format!("duplicate {kind} `{}`, first defined at {}:{}:{}", object.name(), files.name(at.file), at.line, at.column),
+            ));
+        } else {
+            seen.insert(object.name(), object);
+        }
+    }
+}
+
+fn secret_warnings<S>(object: &Object<S>, sources: &[(String, &SecretSource)], out: &mut Vec<Diagnostic>) {
+    for (path, source) in sources {
+        if source.value.is_some() && !is_identity(path) {
+            out.push(
+                object
+                    .warning_at(&format!("{path}.value"), "plaintext secret in Git")
+                    .with_help("use `{}` (generated), `fromEnv` or `fromFile` instead of `value`"),
+            );
+        }
+    }
+}
+
+/// User names are credentials by form but not secret; a literal one is fine.
+fn is_identity(path: &str) -> bool {
+    path.ends_with(".username") || path.ends_with(".rootUser")
+}
+
+/// Every secret-valued field of a tenant, by path.
+#[must_use]
+pub fn tenant_secrets(spec: &TenantSpec) -> Vec<(String, &SecretSource)> {
+    vec![
+        ("spec.postgresql.password".to_owned(), &spec.postgresql.password),
+        ("spec.timescaledb.password".to_owned(), &spec.timescaledb.password),
+        ("spec.redis.password".to_owned(), &spec.redis.password),
+        ("spec.minio.rootUser".to_owned(), &spec.minio.root_user),
+        ("spec.minio.rootPassword".to_owned(), &spec.minio.root_password),
+        ("spec.rabbitmq.username".to_owned(), &spec.rabbitmq.username),
+        ("spec.rabbitmq.password".to_owned(), &spec.rabbitmq.password),
+        ("spec.grafana.adminPassword".to_owned(), &spec.grafana.admin_password),
+    ]
+}
+
+/// An error for a reference to an object that does not exist, with the known names.
+pub(crate) fn dangling<'a>(
+    origin: super::yaml::Origin,
+    path: &str,
+    kind: &str,
+    name: &str,
+    known: impl Iterator<Item = &'a str> + Clone,
+) -> Diagnostic {
+    let listed: Vec<String> = known.clone().map(|k| format!("`{k}`")).collect();
+    let defined = if listed.is_empty() { "none is defined".to_owned() } else { format!("defined: {}", listed.join(", ")) };
+    let mut diagnostic = Diagnostic::error(origin, path, format!("unknown {kind} `{name}` ({defined})"));
+    if let Some(close) = did_you_mean(name, known) {
+        diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
+    }
+    diagnostic
+}

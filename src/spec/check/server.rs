@@ -1,0 +1,133 @@
+//! The checks of one `TFRServer`: its name, tenant and host, its jobs, its environment and
+//! its ConfzData TOML.
+
+use super::{MAX_SERVER, dangling, secret_warnings};
+use crate::spec::diagnostic::{Diagnostic, FileTable};
+use crate::spec::load::Object;
+use crate::spec::model::{ClusterSpec, SecretSource, ServerSpec, TenantSpec};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What a server's checks look up: the valid tenants and clusters by name, the names of every
+/// tenant document (valid or not), and the files for locating TOML errors.
+pub(super) struct Servers<'a> {
+    pub(super) tenants: &'a BTreeMap<&'a str, &'a Object<TenantSpec>>,
+    pub(super) known_tenants: &'a BTreeSet<String>,
+    pub(super) clusters: &'a BTreeMap<&'a str, &'a Object<ClusterSpec>>,
+    pub(super) files: &'a dyn FileTable,
+}
+
+impl Servers<'_> {
+    /// Checks `server`; `hosts` holds the host of each server checked before, and takes its.
+    pub(super) fn check_server(&self, server: &Object<ServerSpec>, hosts: &mut BTreeMap<String, String>, out: &mut Vec<Diagnostic>) {
+        let spec = &server.spec;
+        let name = server.name();
+        if name.len() > MAX_SERVER || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            out.push(server.error_at(
+                "metadata.name",
+                format!("a server name must start with a letter and have at most {MAX_SERVER} characters, because `{name}-robot-worker` names a Deployment and its Service"),
+            ));
+        }
+        let Some(tenant) = self.tenants.get(spec.tenant.as_str()) else {
+            if !self.known_tenants.contains(&spec.tenant) {
+                let path = "spec.tenant";
+                out.push(dangling(server.locate(path), path, "TFRTenant", &spec.tenant, self.known_tenants.iter().map(String::as_str)));
+            }
+            return;
+        };
+        self.host(server, tenant, hosts, out);
+        jobs(server, tenant, out);
+        environment(server, &tenant.spec, out);
+        if !spec.confz_data.is_empty()
+            && let Err(error) = spec.confz_data.parse::<toml::Table>()
+        {
+            out.push(confz_error(server, &error, self.files));
+        }
+        let sources: Vec<(String, &SecretSource)> = spec.secret_data.iter().map(|(k, v)| (format!("spec.secretData.{k}"), v)).collect();
+        secret_warnings(server, &sources, out);
+    }
+
+    /// The server's host (given, or `<server>.<tenant>.<domain>`) is no other server's.
+    fn host(
+        &self,
+        server: &Object<ServerSpec>,
+        tenant: &Object<TenantSpec>,
+        hosts: &mut BTreeMap<String, String>,
+        out: &mut Vec<Diagnostic>,
+    ) {
+        let domain = self.clusters.get(tenant.spec.cluster.as_str()).map(|c| c.spec.ingress.domain.as_str()).unwrap_or_default();
+        let name = server.name();
+        let host = if server.spec.host.is_empty() { format!("{name}.{}.{domain}", tenant.name()) } else { server.spec.host.clone() };
+        if let Some(first) = hosts.get(&host) {
+            out.push(server.error_at("spec.host", format!("host `{host}` is already used by TFRServer `{first}`")));
+        } else {
+            hosts.insert(host, name.to_owned());
+        }
+    }
+}
+
+/// A job asked for whose component the tenant has off is not rendered: a warning.
+fn jobs(server: &Object<ServerSpec>, tenant: &Object<TenantSpec>, out: &mut Vec<Diagnostic>) {
+    let (jobs, components) = (&server.spec.jobs, &tenant.spec);
+    let jobs = [
+        ("spec.jobs.dbInit", jobs.db_init, components.postgresql.enabled, "postgresql"),
+        ("spec.jobs.minioInit", jobs.minio_init, components.minio.enabled, "minio"),
+        ("spec.jobs.grafanaServiceAccount", jobs.grafana_service_account, components.grafana.enabled, "grafana"),
+    ];
+    for (path, wanted, available, component) in jobs {
+        if wanted && !available {
+            out.push(
+                server.warning_at(path, format!("tenant `{}` has `{component}` disabled, so this job is not rendered", tenant.name())),
+            );
+        }
+    }
+}
+
+/// `configData` against the shared cache and against `secretData`.
+fn environment(server: &Object<ServerSpec>, tenant: &TenantSpec, out: &mut Vec<Diagnostic>) {
+    const CACHE_KEY: &str = "TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR";
+    let spec = &server.spec;
+    if tenant.shared_cache.enabled && spec.config_data.contains_key(CACHE_KEY) {
+        out.push(server.warning_at(
+            &format!("spec.configData.{CACHE_KEY}"),
+            format!(
+                "overridden by the tenant's `sharedCache.cacheDir` (`{}`), which has the highest priority",
+                tenant.shared_cache.cache_dir
+            ),
+        ));
+    }
+    for key in spec.secret_data.keys() {
+        if spec.config_data.contains_key(key) {
+            out.push(server.error_at(&format!("spec.configData.{key}"), format!("`{key}` is also in `secretData`: set it in one place")));
+        }
+    }
+}
+
+/// Maps a TOML error inside `confzData` to the YAML file's line and column.
+fn confz_error(server: &Object<ServerSpec>, error: &toml::de::Error, files: &dyn FileTable) -> Diagnostic {
+    let node = server.tree.get("spec").and_then(|s| s.get("confzData"));
+    let mut origin = server.locate("spec.confzData");
+    let text = &server.spec.confz_data;
+    let (line, column) = error.span().map_or((0, 0), |span| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count();
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count());
+        (line, column)
+    });
+    let message = error.message().to_owned();
+    if node.is_some_and(|n| n.block) {
+        // NB: a block scalar's origin is its first content line, not the `|` line.
+        origin.line += line;
+        let source_line = files.text(origin.file).lines().nth(origin.line - 1).unwrap_or_default();
+        origin.column = source_line.chars().take_while(|c| *c == ' ').count() + column + 1;
+        return Diagnostic::error(
+            origin,
+            "spec.confzData",
+            format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1),
+        )
+        .with_help("ConfzData is deep-merged over the generated config.toml and must be valid TOML")
+        .sensitive();
+    }
+    // NB: ConfzData may hold credentials: its lines are never echoed.
+    Diagnostic::error(origin, "spec.confzData", format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1))
+        .sensitive()
+}
