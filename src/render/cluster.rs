@@ -2,6 +2,7 @@
 
 use super::check::Scope;
 use super::graph::{Graph, Member};
+use super::names;
 use super::{Component, Context, Frame, RenderedCluster, labels, server, tenant};
 use crate::secrets::{PlainSecret, Scope as SealScope};
 use crate::spec::check::tenant_namespace;
@@ -295,8 +296,8 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> (Json, Json) {
         let namespace = tenant_namespace(tenant.name(), &tenant.spec);
         if tenant.spec.otel_collector.enabled && namespaces_seen.insert(namespace.clone()) {
             tracing_providers.push(json!({
-                "name": format!("otel-{namespace}"),
-                "opentelemetry": {"service": format!("otel-collector.{namespace}.svc.cluster.local"), "port": 4317},
+                "name": names::tracing_provider(&namespace),
+                "opentelemetry": {"service": names::service_host("otel-collector", &namespace), "port": 4317},
             }));
         }
     }
@@ -309,15 +310,14 @@ fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> (Json, Json) {
     for server in servers {
         let Some(tenant) = tenants.get(server.spec.tenant.as_str()) else { continue };
         let namespace = tenant_namespace(tenant.name(), &tenant.spec);
-        let host =
-            if server.spec.host.is_empty() { format!("{}.{}.{domain}", server.name(), tenant.name()) } else { server.spec.host.clone() };
+        let host = server::host(server, domain);
         if !host.ends_with(&format!(".{domain}")) && &host != domain {
             extra_gateway_hosts.insert(host.clone());
         }
         hosts.insert(host);
         robot_routes.push(json!({
             "robot": server.name(),
-            "host": format!("{}-api.{namespace}.svc.cluster.local", server.name()),
+            "host": names::service_host(&names::api_worker(server.name()), &namespace),
             "port": server.spec.api_worker.port,
         }));
     }
@@ -509,7 +509,7 @@ fn operator_values(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, pul
                     }]})
                     .to_string(),
                 );
-                let name = format!("{release}-image-credentials");
+                let name = names::operator_values_secret(&release);
                 let mut data = BTreeMap::new();
                 data.insert("values.yaml".to_owned(), Zeroizing::new(credentials.as_bytes().to_vec()));
                 values_from = json!([{"kind": "Secret", "name": name, "valuesKey": "values.yaml"}]);

@@ -9,6 +9,7 @@ pub mod check;
 pub mod cluster;
 pub mod graph;
 pub mod memo;
+pub mod names;
 pub mod resource;
 pub mod server;
 pub mod templates;

@@ -2,6 +2,7 @@
 //! (ConfigMap, `<server>-secret`, `<server>-confz`), init Jobs and both workers.
 
 use super::graph::{Graph, Member};
+use super::names::{self, Database, NamespaceNames, RobotNames, ServerNames};
 use super::tenant::{self, Credentials, DATABASE_USER, Unit};
 use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
@@ -90,7 +91,7 @@ pub fn extend_graph(graph: &mut Graph, spec: &Spec, units: &[Unit<'_>]) {
 /// The host a server answers on: `spec.host`, or `<server>.<tenant>.<domain>`.
 #[must_use]
 pub fn host(server: &Object<ServerSpec>, domain: &str) -> String {
-    if server.spec.host.is_empty() { format!("{}.{}.{domain}", server.name(), server.spec.tenant) } else { server.spec.host.clone() }
+    if server.spec.host.is_empty() { names::default_host(server.name(), &server.spec.tenant, domain) } else { server.spec.host.clone() }
 }
 
 /// Renders every component of one server.
@@ -129,30 +130,8 @@ pub(crate) fn render(
     let db_schema = config_data.get(DB_SCHEMA_KEY).cloned().unwrap_or_else(|| "public".to_owned());
     // A personal robot's own credentials (tenant.rs resolved them for the whole namespace).
     let robot = credentials.robots.get(name);
-    let robot_names = tenant::robot_names(name);
-    // Each database the Job prepares: `host:owner Secret`, and for a personal robot
-    // `:its role's Secret`.
-    let mut db_targets = Vec::new();
-    let mut db_secrets = Vec::new();
-    for (enabled, cluster, role_secret) in [
-        (tenant.postgresql.enabled, "pg", robot_names["pg_secret"].as_str()),
-        (tenant.timescaledb.enabled, "ts", robot_names["ts_secret"].as_str()),
-    ] {
-        if !enabled {
-            continue;
-        }
-        let owner = format!("{namespace}-{cluster}-credentials");
-        match (robot, role_secret) {
-            (Some(_), Some(role_secret)) => {
-                db_targets.push(format!("{namespace}-{cluster}-rw:{owner}:{role_secret}"));
-                db_secrets.extend([owner, role_secret.to_owned()]);
-            }
-            _ => {
-                db_targets.push(format!("{namespace}-{cluster}-rw:{owner}"));
-                db_secrets.push(owner);
-            }
-        }
-    }
+    let robot_names = RobotNames::new(name);
+    let (db_targets, db_secrets) = db_targets(namespace, tenant, robot.map(|_| &robot_names));
     let mut server_json = serde_json::to_value(spec).unwrap_or(Json::Null);
     if let Json::Object(map) = &mut server_json {
         map.remove("secretData");
@@ -161,10 +140,10 @@ pub(crate) fn render(
     let mut values = json!({});
     values["namespace"] = json!(namespace);
     values["database"] = json!(namespace);
-    values["names"] = tenant::names(namespace);
+    values["names"] = serde_json::to_value(NamespaceNames::new(namespace)).unwrap_or(Json::Null);
     values["istio"] = json!(cluster.spec.istio.enabled);
     values["pull_secret"] = json!(pull.map_or("", |p| p.name.as_str()));
-    values["server"] = json!({"name": name, "tenant": spec.tenant, "spec": server_json});
+    values["server"] = json!({"name": name, "tenant": spec.tenant, "names": ServerNames::new(name, namespace), "spec": server_json});
     values["host"] = json!(host(server, &cluster.spec.ingress.domain));
     values["config_data"] = json!(config_data);
     values["has_secret_data"] = json!(!secret_data.is_empty());
@@ -188,23 +167,23 @@ pub(crate) fn render(
     values["db_targets"] = json!(db_targets);
     values["db_secrets"] = json!(db_secrets);
     values["postgres_image"] = json!(tenant.postgresql.image);
-    values["bucket"] = json!(bucket(name));
+    values["bucket"] = json!(names::bucket(name));
     let robot_minio = robot.and_then(|r| r.minio.as_ref());
     values["minio_user"] = json!(robot_minio.map_or(String::new(), |(user, _)| user.clone()));
-    values["minio_user_secret"] = robot_names["minio_secret"].clone();
-    values["minio_policy"] = json!(bucket_policy(&bucket(name)));
+    values["minio_user_secret"] = json!(robot_names.minio_secret);
+    values["minio_policy"] = json!(bucket_policy(&names::bucket(name)));
     // A keyed checksum of the robot's MinIO keys, so that new keys (a new master key) make a
     // new minio-init Job, which sets them in MinIO.
     values["minio_checksum"] = json!(match (context.master, robot_minio) {
         (Some(master), Some((user, key))) => {
-            let secret_name = robot_names["minio_secret"].as_str().unwrap_or_default();
-            let binding = crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace, name: secret_name };
+            let binding =
+                crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace, name: &robot_names.minio_secret };
             master.fingerprint_key().fingerprint(&binding, user, key.as_bytes())
         }
         _ => String::new(),
     });
     values["grafana_token"] =
-        json!(if spec.jobs.grafana_service_account && tenant.grafana.enabled { format!("{name}-grafana-token") } else { String::new() });
+        json!(if spec.jobs.grafana_service_account && tenant.grafana.enabled { names::grafana_token_secret(name) } else { String::new() });
 
     for definition in DEFINITIONS {
         let id = component_id(namespace, name, definition.name);
@@ -213,19 +192,19 @@ pub(crate) fn render(
         }
         let mut secrets = Vec::new();
         if definition.name == "config" {
-            let secret = |suffix: &str, data: BTreeMap<String, Zeroizing<Vec<u8>>>| PlainSecret {
-                name: format!("{name}-{suffix}"),
+            let secret = |name: String, data: BTreeMap<String, Zeroizing<Vec<u8>>>| PlainSecret {
+                name,
                 namespace: namespace.to_owned(),
                 kind: "Opaque".to_owned(),
                 data,
                 ..PlainSecret::default()
             };
             if !secret_data.is_empty() {
-                secrets.push(secret("secret", secret_data.clone()));
+                secrets.push(secret(names::server_secret(name), secret_data.clone()));
             }
             let mut confz_data = BTreeMap::new();
             confz_data.insert("config.toml".to_owned(), Zeroizing::new(confz.as_bytes().to_vec()));
-            secrets.push(secret("confz", confz_data));
+            secrets.push(secret(names::server_confz(name), confz_data));
         }
         // The personal robot's MinIO keys, for the Job that creates its user.
         if let ("minio-init", Some((user, key))) = (definition.name, robot_minio) {
@@ -234,7 +213,7 @@ pub(crate) fn render(
             data.insert("username".to_owned(), Zeroizing::new(user.as_bytes().to_vec()));
             data.insert("password".to_owned(), Zeroizing::new(key.as_bytes().to_vec()));
             secrets.push(PlainSecret {
-                name: robot_names["minio_secret"].as_str().unwrap_or_default().to_owned(),
+                name: robot_names.minio_secret.clone(),
                 namespace: namespace.to_owned(),
                 kind: "kubernetes.io/basic-auth".to_owned(),
                 data,
@@ -253,6 +232,32 @@ pub(crate) fn render(
             "10m",
         ));
     }
+}
+
+/// What a server's db-init Job prepares, per database the tenant runs: its targets
+/// (`<read-write Service>:<owner Secret>`, and for a personal robot `:<its role's Secret>`) and
+/// the Secrets it mounts.
+fn db_targets(namespace: &str, tenant: &TenantSpec, robot: Option<&RobotNames>) -> (Vec<String>, Vec<String>) {
+    let mut targets = Vec::new();
+    let mut secrets = Vec::new();
+    for (enabled, database) in [(tenant.postgresql.enabled, Database::Postgresql), (tenant.timescaledb.enabled, Database::Timescaledb)] {
+        if !enabled {
+            continue;
+        }
+        let (service, owner) = (names::database_service(namespace, database), names::database_owner_secret(namespace, database));
+        match robot {
+            Some(robot) => {
+                let role_secret = robot.role_secret(database);
+                targets.push(format!("{service}:{owner}:{role_secret}"));
+                secrets.extend([owner, role_secret.to_owned()]);
+            }
+            None => {
+                targets.push(format!("{service}:{owner}"));
+                secrets.push(owner);
+            }
+        }
+    }
+    (targets, secrets)
 }
 
 /// The statements of a personal robot's db-init Job, per database: `grant` and `revoke` run as
@@ -344,13 +349,6 @@ pub fn bucket_policy(bucket: &str) -> String {
     .to_string()
 }
 
-/// The server's bucket: its own, named after it. Bucket names need 3 characters; a shorter
-/// server name gets `.robot`, which no server name (a DNS label, no dots) can collide with.
-#[must_use]
-pub fn bucket(server: &str) -> String {
-    if server.len() < 3 { format!("{server}.robot") } else { server.to_owned() }
-}
-
 /// The ConfigMap data: `configData`, with the injected keys, which win over configData. The cache directory
 /// always wins; in a personal namespace the schema defaults to the server name with `-` -> `_`.
 #[must_use]
@@ -379,7 +377,7 @@ pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Cre
     // A personal robot connects as its own role (and its `schema`), never as the owner; an
     // enterprise robot as `app_user`.
     let robot = credentials.robots.get(server);
-    let database = |cluster: &str, shared: &Option<Zeroizing<String>>, own: fn(&tenant::Robot) -> &Option<Zeroizing<String>>| {
+    let database = |database: Database, shared: &Option<Zeroizing<String>>, own: fn(&tenant::Robot) -> &Option<Zeroizing<String>>| {
         // Only when the tenant runs that database.
         shared.as_ref()?;
         let (user, password, schema) = match robot {
@@ -387,7 +385,7 @@ pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Cre
             None => (DATABASE_USER, shared.as_ref()?, None),
         };
         let mut entries = vec![
-            ("host", text(&format!("{namespace}-{cluster}-rw"))),
+            ("host", text(&names::database_service(namespace, database))),
             ("port", Value::Integer(5432)),
             ("user", text(user)),
             ("password", text(password)),
@@ -396,17 +394,17 @@ pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Cre
         entries.extend(schema.map(|schema| ("schema", text(schema))));
         Some(section(entries))
     };
-    if let Some(postgresql) = database("pg", &credentials.postgresql, |r| &r.postgresql) {
+    if let Some(postgresql) = database(Database::Postgresql, &credentials.postgresql, |r| &r.postgresql) {
         table.insert("postgresql".into(), postgresql);
     }
-    if let Some(timescaledb) = database("ts", &credentials.timescaledb, |r| &r.timescaledb) {
+    if let Some(timescaledb) = database(Database::Timescaledb, &credentials.timescaledb, |r| &r.timescaledb) {
         table.insert("timescaledb".into(), timescaledb);
     }
     if let Some(password) = &credentials.redis {
         table.insert(
             "redis".into(),
             section(vec![
-                ("host", text(&format!("redis.{namespace}.svc.cluster.local"))),
+                ("host", text(&names::service_host("redis", namespace))),
                 ("port", Value::Integer(6379)),
                 ("password", text(password)),
             ]),
@@ -415,7 +413,7 @@ pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Cre
     if let Some((user, password)) = &credentials.rabbitmq {
         table.insert(
             "celery".into(),
-            section(vec![("broker_url", text(&broker_url(user, password, &format!("rabbitmq.{namespace}.svc.cluster.local"), "/")))]),
+            section(vec![("broker_url", text(&broker_url(user, password, &names::service_host("rabbitmq", namespace), "/")))]),
         );
     }
     // A personal robot gets its own MinIO user (limited to its bucket), never the root key.
@@ -427,12 +425,12 @@ pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Cre
         table.insert(
             "cos".into(),
             section(vec![
-                ("host", text(&format!("minio.{namespace}.svc.cluster.local"))),
+                ("host", text(&names::service_host("minio", namespace))),
                 // The operator's `minio` Service: port 80 -> 9000 (no TLS), docs/components.md.
                 ("port", Value::Integer(80)),
                 ("access_key", text(user)),
                 ("secret_key", text(password)),
-                ("bucket", text(&bucket(server))),
+                ("bucket", text(&names::bucket(server))),
             ]),
         );
     }

@@ -4,6 +4,7 @@
 
 use super::cluster::ARGOCD_NAMESPACE;
 use super::graph::{Graph, Member};
+use super::names::{self, Database, NamespaceNames, RobotNames};
 use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
 use crate::spec::check::tenant_namespace;
@@ -111,57 +112,6 @@ pub fn extend_graph(graph: &mut Graph, cluster: &ClusterSpec, units: &[Unit<'_>]
     }
 }
 
-/// Names of a namespace's credential Secrets and clusters.
-#[must_use]
-pub fn names(namespace: &str) -> Json {
-    json!({
-        "pg_cluster": format!("{namespace}-pg"),
-        "pg_secret": format!("{namespace}-pg-credentials"),
-        "ts_cluster": format!("{namespace}-ts"),
-        "ts_secret": format!("{namespace}-ts-credentials"),
-        "redis_secret": format!("{namespace}-redis-credentials"),
-        "minio_env": format!("{namespace}-minio-env"),
-        "rabbitmq_secret": format!("{namespace}-rabbitmq-credentials"),
-        "grafana_admin": format!("{namespace}-grafana-admin"),
-    })
-}
-
-/// Names of a personal robot's own credentials: its PostgreSQL role (the same in the PostgreSQL
-/// and the TimescaleDB cluster), the sealed `kubernetes.io/basic-auth` Secrets CNPG sets its
-/// passwords from, its MinIO user (also the name of its policy) and the Secret the MinIO init Job
-/// reads its keys from.
-#[must_use]
-pub fn robot_names(server: &str) -> Json {
-    json!({
-        "role": robot_role(server),
-        "pg_secret": robot_role_secret(server, "pg"),
-        "ts_secret": robot_role_secret(server, "ts"),
-        "minio_user": robot_minio_user(server),
-        "minio_secret": format!("{server}-minio-user"),
-    })
-}
-
-/// The Secret of a personal robot's role in the PostgreSQL (`pg`) or TimescaleDB (`ts`) cluster.
-#[must_use]
-pub fn robot_role_secret(server: &str, cluster: &str) -> String {
-    format!("{server}-{cluster}-role")
-}
-
-/// A personal robot's MinIO user (its access key), and the name of its bucket policy.
-#[must_use]
-pub fn robot_minio_user(server: &str) -> String {
-    format!("robot-{server}")
-}
-
-/// A personal robot's PostgreSQL role: `robot_` and the server name with `-` -> `_`. The prefix
-/// keeps it clear of `app_user`, of CNPG's `postgres` and `streaming_replica` and of the reserved
-/// `pg_` and `cnpg_` prefixes; a server name (at most 50 characters) keeps it under PostgreSQL's
-/// 63.
-#[must_use]
-pub fn robot_role(server: &str) -> String {
-    format!("robot_{}", server.replace('-', "_"))
-}
-
 /// A personal robot's own credentials (docs/render.md, "Isolation model"). Enterprise robots
 /// have none: they share `app_user` and the MinIO root key of their organisation.
 #[derive(Clone, Default)]
@@ -222,7 +172,7 @@ pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'
     let mut values = json!({});
     values["namespace"] = json!(namespace);
     values["database"] = json!(namespace);
-    values["names"] = names(namespace);
+    values["names"] = serde_json::to_value(NamespaceNames::new(namespace)).unwrap_or(Json::Null);
     values["istio"] = json!(cluster.spec.istio.enabled);
     values["ingress_principal"] = json!(INGRESS_PRINCIPAL);
     values["monitoring_namespaces"] = json!(MONITORING_NAMESPACES);
@@ -243,7 +193,7 @@ pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'
         .robots
         .iter()
         .map(|(server, robot)| {
-            let mut names = robot_names(server);
+            let mut names = serde_json::to_value(RobotNames::new(server)).unwrap_or(Json::Null);
             names["server"] = json!(server);
             names["postgresql"] = json!(robot.postgresql.is_some());
             names["timescaledb"] = json!(robot.timescaledb.is_some());
@@ -386,7 +336,7 @@ fn robots(context: &mut Context<'_>, base: &str, unit: &Unit<'_>, credentials: &
             ));
         }
         let path = |part: &str| format!("{base}/servers/{name}/{part}");
-        let mut robot = Robot { role: robot_role(name), schema, ..Robot::default() };
+        let mut robot = Robot { role: names::robot_role(name), schema, ..Robot::default() };
         if spec.postgresql.enabled {
             robot.postgresql = context.secret_text(server, "metadata.name", &generated, &path("postgresql/password"));
         }
@@ -394,7 +344,7 @@ fn robots(context: &mut Context<'_>, base: &str, unit: &Unit<'_>, credentials: &
             robot.timescaledb = context.secret_text(server, "metadata.name", &generated, &path("timescaledb/password"));
         }
         if spec.minio.enabled {
-            let user = robot_minio_user(name);
+            let user = names::robot_minio_user(name);
             if credentials.minio.as_ref().is_some_and(|(root, _)| root.as_str() == user) {
                 context.errors.push(crate::spec::Diagnostic::error(
                     unit.owner.locate("spec.minio.rootUser"),
@@ -437,10 +387,10 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
     // A database's Secrets: the owner's credentials, then each personal robot's role (CNPG sets
     // its password from the Secret named in the Cluster's managed roles: `username` must be the
     // role).
-    let database = |short: &str, owner: Option<&Zeroizing<String>>, password: fn(&Robot) -> Option<&Zeroizing<String>>| {
+    let database = |database: Database, owner: Option<&Zeroizing<String>>, password: fn(&Robot) -> Option<&Zeroizing<String>>| {
         let owner = owner.map(|p| {
             secret(
-                format!("{namespace}-{short}-credentials"),
+                names::database_owner_secret(namespace, database),
                 "kubernetes.io/basic-auth",
                 vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())],
             )
@@ -448,7 +398,7 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
         let robots = credentials.robots.iter().filter_map(|(server, robot)| {
             let password = password(robot)?;
             Some(secret(
-                robot_role_secret(server, short),
+                names::robot_role_secret(server, database),
                 "kubernetes.io/basic-auth",
                 vec![("username", robot.role.as_bytes()), ("password", password.as_bytes())],
             ))
@@ -464,12 +414,12 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
             })
             .into_iter()
             .collect(),
-        "postgresql" => database("pg", credentials.postgresql.as_ref(), |robot| robot.postgresql.as_ref()),
-        "timescaledb" => database("ts", credentials.timescaledb.as_ref(), |robot| robot.timescaledb.as_ref()),
+        "postgresql" => database(Database::Postgresql, credentials.postgresql.as_ref(), |robot| robot.postgresql.as_ref()),
+        "timescaledb" => database(Database::Timescaledb, credentials.timescaledb.as_ref(), |robot| robot.timescaledb.as_ref()),
         "redis" => credentials
             .redis
             .iter()
-            .map(|p| secret(format!("{namespace}-redis-credentials"), "Opaque", vec![("password", p.as_bytes())]))
+            .map(|p| secret(names::redis_secret(namespace), "Opaque", vec![("password", p.as_bytes())]))
             .collect(),
         "minio" => credentials
             .minio
@@ -484,7 +434,7 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
                     user.as_str(),
                     password.as_str()
                 ));
-                secret(format!("{namespace}-minio-env"), "Opaque", vec![("config.env", env.as_bytes())])
+                secret(names::minio_env_secret(namespace), "Opaque", vec![("config.env", env.as_bytes())])
             })
             .collect(),
         "rabbitmq" => credentials
@@ -492,7 +442,7 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
             .iter()
             .map(|(user, password)| {
                 secret(
-                    format!("{namespace}-rabbitmq-credentials"),
+                    names::rabbitmq_secret(namespace),
                     "Opaque",
                     vec![("username", user.as_bytes()), ("password", password.as_bytes())],
                 )
@@ -502,7 +452,7 @@ fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Op
             .grafana
             .iter()
             .map(|p| {
-                secret(format!("{namespace}-grafana-admin"), "Opaque", vec![("admin-user", b"admin"), ("admin-password", p.as_bytes())])
+                secret(names::grafana_admin_secret(namespace), "Opaque", vec![("admin-user", b"admin"), ("admin-password", p.as_bytes())])
             })
             .collect(),
         _ => Vec::new(),
@@ -564,18 +514,5 @@ mod tests {
             assert!(schema_problem(bad).is_some(), "{bad:?}");
         }
         assert!(schema_problem(&long[..63]).is_none());
-    }
-
-    #[test]
-    fn robot_names_keep_clear_of_the_reserved_ones() {
-        assert_eq!(robot_role("my-bot"), "robot_my_bot");
-        assert_eq!(robot_role("postgres"), "robot_postgres");
-        assert_eq!(robot_role("pg-x"), "robot_pg_x");
-        assert!(robot_role(&"a".repeat(50)).len() <= 63);
-        let names = robot_names("my-bot");
-        assert_eq!(names["pg_secret"], "my-bot-pg-role");
-        assert_eq!(names["ts_secret"], "my-bot-ts-role");
-        assert_eq!(names["minio_user"], "robot-my-bot");
-        assert_eq!(names["minio_secret"], "my-bot-minio-user");
     }
 }
