@@ -8,6 +8,7 @@ use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
 use crate::spec::model::{ServerSpec, TenantSpec, TenantType};
 use crate::spec::{Object, Spec};
+use serde::Serialize;
 use serde_json::{Value as Json, json};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,6 +30,8 @@ pub fn servers<'a>(spec: &'a Spec, unit: &Unit<'_>) -> Vec<&'a Object<ServerSpec
     servers
 }
 
+/// A server component: name, server components it waits for, tenant components it waits for,
+/// whether it is on, and its Secrets.
 struct Definition {
     name: &'static str,
     /// Server components it waits for.
@@ -36,34 +39,36 @@ struct Definition {
     /// Tenant components it waits for, when the namespace renders them.
     after_tenant: &'static [&'static str],
     enabled: fn(&ServerSpec, &TenantSpec) -> bool,
+    /// The Secrets it carries (sealed later, never templated).
+    secrets: fn(&Owned<'_>) -> Vec<PlainSecret>,
 }
 
 const DEFINITIONS: &[Definition] = &[
-    Definition { name: "config", after: &[], after_tenant: &["namespace"], enabled: |_, _| true },
+    Definition { name: "config", after: &[], after_tenant: &["namespace"], enabled: |_, _| true, secrets: config_secrets },
     Definition {
         name: "db-init",
         after: &["config"],
         after_tenant: &["postgresql", "timescaledb"],
-        enabled: |s, t| s.jobs.db_init && (t.postgresql.enabled || t.timescaledb.enabled),
+        enabled: |s, t| s.jobs.db_init && (t.postgresql.enabled || t.timescaledb.enabled), secrets: none,
     },
-    Definition { name: "minio-init", after: &["config"], after_tenant: &["minio"], enabled: |s, t| s.jobs.minio_init && t.minio.enabled },
+    Definition { name: "minio-init", after: &["config"], after_tenant: &["minio"], enabled: |s, t| s.jobs.minio_init && t.minio.enabled, secrets: minio_init_secrets },
     Definition {
         name: "grafana-sa",
         after: &["config"],
         after_tenant: &["grafana"],
-        enabled: |s, t| s.jobs.grafana_service_account && t.grafana.enabled,
+        enabled: |s, t| s.jobs.grafana_service_account && t.grafana.enabled, secrets: none,
     },
     Definition {
         name: "api-worker",
         after: &["config", "db-init", "minio-init", "grafana-sa"],
         after_tenant: &["shared-cache", "redis", "rabbitmq"],
-        enabled: |_, _| true,
+        enabled: |_, _| true, secrets: none,
     },
     Definition {
         name: "robot-worker",
         after: &["config", "db-init", "minio-init", "grafana-sa"],
         after_tenant: &["shared-cache", "redis", "rabbitmq"],
-        enabled: |_, _| true,
+        enabled: |_, _| true, secrets: none,
     },
 ];
 
@@ -94,6 +99,62 @@ pub fn host(server: &Object<ServerSpec>, domain: &str) -> String {
     if server.spec.host.is_empty() { names::default_host(server.name(), &server.spec.tenant, domain) } else { server.spec.host.clone() }
 }
 
+/// The values of the server templates (`templates/server/*.yaml`), over the cluster's shared
+/// values; `docs/templates.md` describes each key.
+#[derive(Serialize)]
+struct ServerValues<'a> {
+    namespace: &'a str,
+    database: &'a str,
+    names: NamespaceNames,
+    istio: bool,
+    pull_secret: &'a str,
+    server: ServerInfo<'a>,
+    host: String,
+    config_data: &'a BTreeMap<String, String>,
+    has_secret_data: bool,
+    cache_dir: &'a str,
+    confz_dir: &'static str,
+    confz_path: String,
+    checksum: String,
+    robot: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    db_grant_sql: Option<String>,
+    db_schema_sql: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    db_revoke_sql: Option<String>,
+    db_targets: Vec<String>,
+    db_secrets: Vec<String>,
+    postgres_image: &'a str,
+    bucket: String,
+    minio_user: String,
+    minio_user_secret: String,
+    minio_policy: String,
+    minio_checksum: String,
+    grafana_token: String,
+}
+
+/// The server a template renders.
+#[derive(Serialize)]
+struct ServerInfo<'a> {
+    name: &'a str,
+    tenant: &'a str,
+    names: ServerNames,
+    /// Its spec as written (camelCase), without `secretData` and `confzData`.
+    spec: Json,
+}
+
+/// What a server's components are made from: its resolved configuration.
+struct Owned<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    secret_data: BTreeMap<String, Zeroizing<Vec<u8>>>,
+    config_data: BTreeMap<String, String>,
+    confz: Zeroizing<String>,
+    /// A personal robot's own credentials (tenant.rs resolved them for the whole namespace).
+    robot: Option<&'a tenant::Robot>,
+    robot_names: RobotNames,
+}
+
 /// Renders every component of one server.
 pub(crate) fn render(
     context: &mut Context<'_>,
@@ -103,14 +164,32 @@ pub(crate) fn render(
     credentials: &Credentials,
     components: &mut Vec<Component>,
 ) {
-    let Frame { cluster, graph, pull, .. } = *frame;
-    let cluster_name = cluster.name();
-    let namespace = unit.namespace.as_str();
-    let name = server.name();
-    let tenant = &unit.owner.spec;
-    let spec = &server.spec;
+    let Some(owned) = resolve(context, frame, unit, server, credentials) else { return };
+    let values = serde_json::to_value(values(context, frame, unit, server, &owned)).unwrap_or(Json::Null);
+    for definition in DEFINITIONS {
+        let id = component_id(&unit.namespace, owned.name, definition.name);
+        if !frame.graph.contains(&id) {
+            continue;
+        }
+        let secrets = (definition.secrets)(&owned);
+        let template = format!("server/{}.yaml", definition.name);
+        let origin = server.locate("metadata.name");
+        components.push(context.namespaced_component(frame, &unit.namespace, id, &template, &values, origin, secrets, "10m"));
+    }
+}
 
-    // Secret data, resolved over `cluster/<cluster>/server/<server>/secretData/<KEY>`.
+/// Resolves a server's `secretData` (over `cluster/<cluster>/server/<server>/secretData/<KEY>`)
+/// and builds its ConfigMap data and `config.toml`. `None` (with the problem recorded) when
+/// `confzData` is not TOML.
+fn resolve<'a>(
+    context: &mut Context<'_>,
+    frame: &Frame<'_>,
+    unit: &'a Unit<'_>,
+    server: &'a Object<ServerSpec>,
+    credentials: &'a Credentials,
+) -> Option<Owned<'a>> {
+    let (name, namespace, spec) = (server.name(), unit.namespace.as_str(), &server.spec);
+    let cluster_name = frame.cluster.name();
     let mut secret_data: BTreeMap<String, Zeroizing<Vec<u8>>> = BTreeMap::new();
     for (key, source) in &spec.secret_data {
         let path = format!("cluster/{cluster_name}/server/{name}/secretData/{key}");
@@ -118,120 +197,114 @@ pub(crate) fn render(
             secret_data.insert(key.clone(), value);
         }
     }
-    let config_data = config_data(name, spec, tenant);
     let confz = match confz(name, namespace, spec, credentials) {
         Ok(confz) => confz,
         Err(message) => {
             context.errors.push(crate::spec::Diagnostic::error(server.locate("spec.confzData"), "spec.confzData", message));
-            return;
+            return None;
         }
     };
-    let checksum = checksum(context, &config_data, &secret_data, &confz);
-    let db_schema = config_data.get(DB_SCHEMA_KEY).cloned().unwrap_or_else(|| "public".to_owned());
-    // A personal robot's own credentials (tenant.rs resolved them for the whole namespace).
+    let config_data = config_data(name, spec, &unit.owner.spec);
     let robot = credentials.robots.get(name);
-    let robot_names = RobotNames::new(name);
-    let (db_targets, db_secrets) = db_targets(namespace, tenant, robot.map(|_| &robot_names));
+    Some(Owned { name, namespace, secret_data, config_data, confz, robot, robot_names: RobotNames::new(name) })
+}
+
+/// The server templates' values of one server.
+fn values<'a>(
+    context: &Context<'_>,
+    frame: &Frame<'a>,
+    unit: &'a Unit<'_>,
+    server: &'a Object<ServerSpec>,
+    owned: &'a Owned<'_>,
+) -> ServerValues<'a> {
+    let (name, namespace, spec, tenant) = (owned.name, owned.namespace, &server.spec, &unit.owner.spec);
+    let (robot, robot_names) = (owned.robot, &owned.robot_names);
+    let (db_targets, db_secrets) = db_targets(namespace, tenant, robot.map(|_| robot_names));
     let mut server_json = serde_json::to_value(spec).unwrap_or(Json::Null);
     if let Json::Object(map) = &mut server_json {
         map.remove("secretData");
         map.remove("confzData");
     }
-    let mut values = json!({});
-    values["namespace"] = json!(namespace);
-    values["database"] = json!(namespace);
-    values["names"] = serde_json::to_value(NamespaceNames::new(namespace)).unwrap_or(Json::Null);
-    values["istio"] = json!(cluster.spec.istio.enabled);
-    values["pull_secret"] = json!(pull.map_or("", |p| p.name.as_str()));
-    values["server"] = json!({"name": name, "tenant": spec.tenant, "names": ServerNames::new(name, namespace), "spec": server_json});
-    values["host"] = json!(host(server, &cluster.spec.ingress.domain));
-    values["config_data"] = json!(config_data);
-    values["has_secret_data"] = json!(!secret_data.is_empty());
-    values["cache_dir"] = json!(if tenant.shared_cache.enabled { tenant.shared_cache.cache_dir.as_str() } else { "" });
-    values["confz_dir"] = json!(CONFZ_DIR);
-    values["confz_path"] = json!(format!("{CONFZ_DIR}/config.toml"));
-    values["checksum"] = json!(checksum);
-    values["robot"] = json!(robot.is_some());
-    match robot {
-        Some(robot) => {
-            let sql = robot_sql(namespace, robot);
-            values["db_grant_sql"] = json!(sql.grant);
-            values["db_schema_sql"] = json!(sql.schema);
-            values["db_revoke_sql"] = json!(sql.revoke);
-        }
-        None => {
-            values["db_schema_sql"] =
-                json!(format!("CREATE SCHEMA IF NOT EXISTS {} AUTHORIZATION {DATABASE_USER};", quote_ident(&db_schema)));
-        }
-    }
-    values["db_targets"] = json!(db_targets);
-    values["db_secrets"] = json!(db_secrets);
-    values["postgres_image"] = json!(tenant.postgresql.image);
-    values["bucket"] = json!(names::bucket(name));
+    let db_schema = owned.config_data.get(DB_SCHEMA_KEY).map_or("public", String::as_str);
+    let sql = robot.map(|robot| robot_sql(namespace, robot));
+    let db_schema_sql = match &sql {
+        Some(sql) => sql.schema.clone(),
+        None => format!("CREATE SCHEMA IF NOT EXISTS {} AUTHORIZATION {DATABASE_USER};", quote_ident(db_schema)),
+    };
     let robot_minio = robot.and_then(|r| r.minio.as_ref());
-    values["minio_user"] = json!(robot_minio.map_or(String::new(), |(user, _)| user.clone()));
-    values["minio_user_secret"] = json!(robot_names.minio_secret);
-    values["minio_policy"] = json!(bucket_policy(&names::bucket(name)));
     // A keyed checksum of the robot's MinIO keys, so that new keys (a new master key) make a
     // new minio-init Job, which sets them in MinIO.
-    values["minio_checksum"] = json!(match (context.master, robot_minio) {
+    let minio_checksum = match (context.master, robot_minio) {
         (Some(master), Some((user, key))) => {
             let binding =
                 crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace, name: &robot_names.minio_secret };
             master.fingerprint_key().fingerprint(&binding, user, key.as_bytes())
         }
         _ => String::new(),
-    });
-    values["grafana_token"] =
-        json!(if spec.jobs.grafana_service_account && tenant.grafana.enabled { names::grafana_token_secret(name) } else { String::new() });
-
-    for definition in DEFINITIONS {
-        let id = component_id(namespace, name, definition.name);
-        if !graph.contains(&id) {
-            continue;
-        }
-        let mut secrets = Vec::new();
-        if definition.name == "config" {
-            let secret = |name: String, data: BTreeMap<String, Zeroizing<Vec<u8>>>| PlainSecret {
-                name,
-                namespace: namespace.to_owned(),
-                kind: "Opaque".to_owned(),
-                data,
-                ..PlainSecret::default()
-            };
-            if !secret_data.is_empty() {
-                secrets.push(secret(names::server_secret(name), secret_data.clone()));
-            }
-            let mut confz_data = BTreeMap::new();
-            confz_data.insert("config.toml".to_owned(), Zeroizing::new(confz.as_bytes().to_vec()));
-            secrets.push(secret(names::server_confz(name), confz_data));
-        }
-        // The personal robot's MinIO keys, for the Job that creates its user.
-        if let ("minio-init", Some((user, key))) = (definition.name, robot_minio) {
-            let mut data = BTreeMap::new();
-            // `mc`'s words for an access key and a secret key: user name and password.
-            data.insert("username".to_owned(), Zeroizing::new(user.as_bytes().to_vec()));
-            data.insert("password".to_owned(), Zeroizing::new(key.as_bytes().to_vec()));
-            secrets.push(PlainSecret {
-                name: robot_names.minio_secret.clone(),
-                namespace: namespace.to_owned(),
-                kind: "kubernetes.io/basic-auth".to_owned(),
-                data,
-                ..PlainSecret::default()
-            });
-        }
-        let template = format!("server/{}.yaml", definition.name);
-        components.push(context.namespaced_component(
-            frame,
-            namespace,
-            id,
-            &template,
-            &values,
-            server.locate("metadata.name"),
-            secrets,
-            "10m",
-        ));
+    };
+    let grafana = spec.jobs.grafana_service_account && tenant.grafana.enabled;
+    ServerValues {
+        namespace,
+        database: namespace,
+        names: NamespaceNames::new(namespace),
+        istio: frame.cluster.spec.istio.enabled,
+        pull_secret: frame.pull.map_or("", |p| p.name.as_str()),
+        server: ServerInfo { name, tenant: &spec.tenant, names: ServerNames::new(name, namespace), spec: server_json },
+        host: host(server, &frame.cluster.spec.ingress.domain),
+        config_data: &owned.config_data,
+        has_secret_data: !owned.secret_data.is_empty(),
+        cache_dir: if tenant.shared_cache.enabled { tenant.shared_cache.cache_dir.as_str() } else { "" },
+        confz_dir: CONFZ_DIR,
+        confz_path: format!("{CONFZ_DIR}/config.toml"),
+        checksum: checksum(context, &owned.config_data, &owned.secret_data, &owned.confz),
+        robot: robot.is_some(),
+        db_grant_sql: sql.as_ref().map(|sql| sql.grant.clone()),
+        db_schema_sql,
+        db_revoke_sql: sql.map(|sql| sql.revoke),
+        db_targets,
+        db_secrets,
+        postgres_image: &tenant.postgresql.image,
+        bucket: names::bucket(name),
+        minio_user: robot_minio.map_or(String::new(), |(user, _)| user.clone()),
+        minio_user_secret: robot_names.minio_secret.clone(),
+        minio_policy: bucket_policy(&names::bucket(name)),
+        minio_checksum,
+        grafana_token: if grafana { names::grafana_token_secret(name) } else { String::new() },
     }
+}
+
+/// A server Secret in its namespace.
+fn secret(owned: &Owned<'_>, name: String, kind: &str, data: BTreeMap<String, Zeroizing<Vec<u8>>>) -> PlainSecret {
+    PlainSecret { name, namespace: owned.namespace.to_owned(), kind: kind.to_owned(), data, ..PlainSecret::default() }
+}
+
+/// No Secret.
+fn none(_: &Owned<'_>) -> Vec<PlainSecret> {
+    Vec::new()
+}
+
+/// The `config` component's: `<server>-secret` (secretData, when there is any) and
+/// `<server>-confz` (config.toml).
+fn config_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    let mut secrets = Vec::new();
+    if !owned.secret_data.is_empty() {
+        secrets.push(secret(owned, names::server_secret(owned.name), "Opaque", owned.secret_data.clone()));
+    }
+    let confz = [("config.toml".to_owned(), Zeroizing::new(owned.confz.as_bytes().to_vec()))].into_iter().collect();
+    secrets.push(secret(owned, names::server_confz(owned.name), "Opaque", confz));
+    secrets
+}
+
+/// The `minio-init` component's: a personal robot's MinIO keys, for the Job that creates its
+/// user.
+fn minio_init_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    let Some((user, key)) = owned.robot.and_then(|r| r.minio.as_ref()) else { return Vec::new() };
+    // `mc`'s words for an access key and a secret key: user name and password.
+    let data = [
+        ("username".to_owned(), Zeroizing::new(user.as_bytes().to_vec())),
+        ("password".to_owned(), Zeroizing::new(key.as_bytes().to_vec())),
+    ];
+    vec![secret(owned, owned.robot_names.minio_secret.clone(), "kubernetes.io/basic-auth", data.into_iter().collect())]
 }
 
 /// What a server's db-init Job prepares, per database the tenant runs: its targets
@@ -372,73 +445,79 @@ pub fn config_data(server: &str, spec: &ServerSpec, tenant: &TenantSpec) -> BTre
 pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Credentials) -> Result<Zeroizing<String>, String> {
     use toml::{Table, Value};
     let mut table = Table::new();
-    let section = |entries: Vec<(&str, Value)>| Value::Table(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
-    let text = |s: &str| Value::String(s.to_owned());
-    // A personal robot connects as its own role (and its `schema`), never as the owner; an
-    // enterprise robot as `app_user`.
     let robot = credentials.robots.get(server);
-    let database = |database: Database, shared: &Option<Zeroizing<String>>, own: fn(&tenant::Robot) -> &Option<Zeroizing<String>>| {
-        // Only when the tenant runs that database.
-        shared.as_ref()?;
-        let (user, password, schema) = match robot {
-            Some(robot) => (robot.role.as_str(), own(robot).as_ref()?, Some(robot.schema.as_str())),
-            None => (DATABASE_USER, shared.as_ref()?, None),
-        };
-        let mut entries = vec![
-            ("host", text(&names::database_service(namespace, database))),
-            ("port", Value::Integer(5432)),
-            ("user", text(user)),
-            ("password", text(password)),
-            ("dbname", text(namespace)),
-        ];
-        entries.extend(schema.map(|schema| ("schema", text(schema))));
-        Some(section(entries))
-    };
-    if let Some(postgresql) = database(Database::Postgresql, &credentials.postgresql, |r| &r.postgresql) {
-        table.insert("postgresql".into(), postgresql);
-    }
-    if let Some(timescaledb) = database(Database::Timescaledb, &credentials.timescaledb, |r| &r.timescaledb) {
-        table.insert("timescaledb".into(), timescaledb);
+    for (key, database) in [("postgresql", Database::Postgresql), ("timescaledb", Database::Timescaledb)] {
+        if let Some(section) = database_section(namespace, database, credentials, robot) {
+            table.insert(key.into(), section);
+        }
     }
     if let Some(password) = &credentials.redis {
-        table.insert(
-            "redis".into(),
-            section(vec![
-                ("host", text(&names::service_host("redis", namespace))),
-                ("port", Value::Integer(6379)),
-                ("password", text(password)),
-            ]),
-        );
+        let host = names::service_host("redis", namespace);
+        table.insert("redis".into(), section(vec![("host", text(&host)), ("port", Value::Integer(6379)), ("password", text(password))]));
     }
     if let Some((user, password)) = &credentials.rabbitmq {
-        table.insert(
-            "celery".into(),
-            section(vec![("broker_url", text(&broker_url(user, password, &names::service_host("rabbitmq", namespace), "/")))]),
-        );
+        let url = broker_url(user, password, &names::service_host("rabbitmq", namespace), "/");
+        table.insert("celery".into(), section(vec![("broker_url", text(&url))]));
     }
-    // A personal robot gets its own MinIO user (limited to its bucket), never the root key.
-    let minio = match robot {
-        Some(robot) => credentials.minio.as_ref().and(robot.minio.as_ref()).map(|(user, key)| (user.as_str(), key)),
-        None => credentials.minio.as_ref().map(|(user, password)| (user.as_str(), password)),
-    };
-    if let Some((user, password)) = minio {
-        table.insert(
-            "cos".into(),
-            section(vec![
-                ("host", text(&names::service_host("minio", namespace))),
-                // The operator's `minio` Service: port 80 -> 9000 (no TLS), docs/components.md.
-                ("port", Value::Integer(80)),
-                ("access_key", text(user)),
-                ("secret_key", text(password)),
-                ("bucket", text(&names::bucket(server))),
-            ]),
-        );
+    if let Some(cos) = minio_section(server, namespace, credentials, robot) {
+        table.insert("cos".into(), cos);
     }
     if !spec.confz_data.trim().is_empty() {
         let overrides: Table = spec.confz_data.parse().map_err(|e: toml::de::Error| format!("invalid TOML: {}", e.message()))?;
         merge(&mut table, overrides);
     }
     toml::to_string(&table).map(Zeroizing::new).map_err(|e| format!("cannot write config.toml: {e}"))
+}
+
+/// A `config.toml` table of `entries`, in order.
+fn section(entries: Vec<(&str, toml::Value)>) -> toml::Value {
+    toml::Value::Table(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+}
+
+/// A `config.toml` string.
+fn text(s: &str) -> toml::Value {
+    toml::Value::String(s.to_owned())
+}
+
+/// The `config.toml` table of a database, only when the tenant runs it. A personal robot
+/// connects as its own role (and its `schema`), never as the owner, and gets no table where it
+/// has no role; an enterprise robot connects as `app_user`.
+fn database_section(namespace: &str, database: Database, credentials: &Credentials, robot: Option<&tenant::Robot>) -> Option<toml::Value> {
+    let (shared, own) = match database {
+        Database::Postgresql => (&credentials.postgresql, robot.map(|r| &r.postgresql)),
+        Database::Timescaledb => (&credentials.timescaledb, robot.map(|r| &r.timescaledb)),
+    };
+    shared.as_ref()?;
+    let (user, password, schema) = match (robot, own) {
+        (Some(robot), Some(own)) => (robot.role.as_str(), own.as_ref()?, Some(robot.schema.as_str())),
+        _ => (DATABASE_USER, shared.as_ref()?, None),
+    };
+    let mut entries = vec![
+        ("host", text(&names::database_service(namespace, database))),
+        ("port", toml::Value::Integer(5432)),
+        ("user", text(user)),
+        ("password", text(password)),
+        ("dbname", text(namespace)),
+    ];
+    entries.extend(schema.map(|schema| ("schema", text(schema))));
+    Some(section(entries))
+}
+
+/// The `config.toml` table of MinIO (`cos`): a personal robot gets its own MinIO user (limited
+/// to its bucket), never the root key.
+fn minio_section(server: &str, namespace: &str, credentials: &Credentials, robot: Option<&tenant::Robot>) -> Option<toml::Value> {
+    let (user, password) = match robot {
+        Some(robot) => credentials.minio.as_ref().and(robot.minio.as_ref()).map(|(user, key)| (user.as_str(), key))?,
+        None => credentials.minio.as_ref().map(|(user, password)| (user.as_str(), password))?,
+    };
+    Some(section(vec![
+        ("host", text(&names::service_host("minio", namespace))),
+        // The operator's `minio` Service: port 80 -> 9000 (no TLS), docs/components.md.
+        ("port", toml::Value::Integer(80)),
+        ("access_key", text(user)),
+        ("secret_key", text(password)),
+        ("bucket", text(&names::bucket(server))),
+    ]))
 }
 
 /// Deep merge: tables merge key by key, anything else replaces.
