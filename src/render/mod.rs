@@ -7,6 +7,7 @@
 
 pub mod check;
 pub mod cluster;
+pub mod confz;
 pub mod graph;
 pub mod memo;
 pub mod names;
