@@ -11,6 +11,7 @@ pub mod confz;
 pub mod graph;
 pub mod memo;
 pub mod names;
+pub mod operator;
 pub mod resource;
 pub mod server;
 pub mod templates;
