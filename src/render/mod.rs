@@ -17,6 +17,7 @@ pub mod server;
 pub mod templates;
 pub mod tenant;
 pub mod tree;
+pub mod values;
 
 pub use graph::Graph;
 pub use memo::Memo;
