@@ -59,7 +59,9 @@ pub struct Options {
 pub struct Component {
     /// Its id, the path below `components/` (e.g. `cluster/cert-manager`).
     pub id: String,
-    /// Name of its GitOps object (Flux Kustomization or Argo CD Application).
+    /// A short name (`<component>`, or `<namespace>-<component>` below `namespaces/`). Nothing
+    /// reads it: the GitOps object's name is [`tree::gitops_name`], from `id`. Kept only because
+    /// `tree.rs`'s tests still set it; remove it with them.
     pub name: String,
     /// Ids of the components it waits for.
     pub depends_on: Vec<String>,

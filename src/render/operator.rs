@@ -67,7 +67,11 @@ struct Settings {
 
 /// The tfrs-operator chart settings, with the render-time environment overrides, and, when the
 /// registry has credentials, the Secret that gives them to the chart.
-pub(crate) fn values(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, pull: Option<&PlainSecret>) -> (OperatorValues, Option<PlainSecret>) {
+pub(crate) fn values(
+    context: &mut Context<'_>,
+    cluster: &Object<ClusterSpec>,
+    pull: Option<&PlainSecret>,
+) -> (OperatorValues, Option<PlainSecret>) {
     let operator = &cluster.spec.tfrs_operator;
     let Settings { repo, version, image_tag, release } = settings(context, cluster);
     let chart_name = repo.rsplit('/').next().unwrap_or("tfrs-operator").to_owned();
@@ -174,5 +178,9 @@ fn tag(value: &str) -> Result<(), String> {
 
 /// A release name: a DNS label.
 fn release(value: &str) -> Result<(), String> {
-    if crate::spec::schema::is_dns_label(value) { Ok(()) } else { Err("a DNS label (lowercase letters, digits and `-`, at most 63)".to_owned()) }
+    if crate::spec::schema::is_dns_label(value) {
+        Ok(())
+    } else {
+        Err("a DNS label (lowercase letters, digits and `-`, at most 63)".to_owned())
+    }
 }

@@ -50,26 +50,36 @@ const DEFINITIONS: &[Definition] = &[
         name: "db-init",
         after: &["config"],
         after_tenant: &["postgresql", "timescaledb"],
-        enabled: |s, t| s.jobs.db_init && (t.postgresql.enabled || t.timescaledb.enabled), secrets: none,
+        enabled: |s, t| s.jobs.db_init && (t.postgresql.enabled || t.timescaledb.enabled),
+        secrets: none,
     },
-    Definition { name: "minio-init", after: &["config"], after_tenant: &["minio"], enabled: |s, t| s.jobs.minio_init && t.minio.enabled, secrets: minio_init_secrets },
+    Definition {
+        name: "minio-init",
+        after: &["config"],
+        after_tenant: &["minio"],
+        enabled: |s, t| s.jobs.minio_init && t.minio.enabled,
+        secrets: minio_init_secrets,
+    },
     Definition {
         name: "grafana-sa",
         after: &["config"],
         after_tenant: &["grafana"],
-        enabled: |s, t| s.jobs.grafana_service_account && t.grafana.enabled, secrets: none,
+        enabled: |s, t| s.jobs.grafana_service_account && t.grafana.enabled,
+        secrets: none,
     },
     Definition {
         name: "api-worker",
         after: &["config", "db-init", "minio-init", "grafana-sa"],
         after_tenant: &["shared-cache", "redis", "rabbitmq"],
-        enabled: |_, _| true, secrets: none,
+        enabled: |_, _| true,
+        secrets: none,
     },
     Definition {
         name: "robot-worker",
         after: &["config", "db-init", "minio-init", "grafana-sa"],
         after_tenant: &["shared-cache", "redis", "rabbitmq"],
-        enabled: |_, _| true, secrets: none,
+        enabled: |_, _| true,
+        secrets: none,
     },
 ];
 
@@ -233,16 +243,6 @@ fn values<'a>(
         None => format!("CREATE SCHEMA IF NOT EXISTS {} AUTHORIZATION {DATABASE_USER};", quote_ident(db_schema)),
     };
     let robot_minio = robot.and_then(|r| r.minio.as_ref());
-    // A keyed checksum of the robot's MinIO keys, so that new keys (a new master key) make a
-    // new minio-init Job, which sets them in MinIO.
-    let minio_checksum = match (context.master, robot_minio) {
-        (Some(master), Some((user, key))) => {
-            let binding =
-                crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace, name: &robot_names.minio_secret };
-            master.fingerprint_key().fingerprint(&binding, user, key.as_bytes())
-        }
-        _ => String::new(),
-    };
     let grafana = spec.jobs.grafana_service_account && tenant.grafana.enabled;
     ServerValues {
         namespace,
@@ -269,8 +269,22 @@ fn values<'a>(
         minio_user: robot_minio.map_or(String::new(), |(user, _)| user.clone()),
         minio_user_secret: robot_names.minio_secret.clone(),
         minio_policy: bucket_policy(&names::bucket(name)),
-        minio_checksum,
+        minio_checksum: minio_checksum(context, owned),
         grafana_token: if grafana { names::grafana_token_secret(name) } else { String::new() },
+    }
+}
+
+/// A keyed checksum of a personal robot's MinIO keys, so that new keys (a new master key) make a
+/// new minio-init Job, which sets them in MinIO. Empty without keys or without a master key.
+fn minio_checksum(context: &Context<'_>, owned: &Owned<'_>) -> String {
+    match (context.master, owned.robot.and_then(|r| r.minio.as_ref())) {
+        (Some(master), Some((user, key))) => {
+            let name = owned.robot_names.minio_secret.as_str();
+            let binding =
+                crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace: owned.namespace, name };
+            master.fingerprint_key().fingerprint(&binding, user, key.as_bytes())
+        }
+        _ => String::new(),
     }
 }
 
@@ -468,10 +482,6 @@ fn checksum(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-
-
-
 
     #[test]
     fn robot_statements_quote_names_and_take_back_what_they_lend() {

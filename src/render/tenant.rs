@@ -77,24 +77,50 @@ const DEFINITIONS: &[Definition] = &[
     // starts before the injection webhook exists and runs without its sidecar.
     Definition { name: "namespace", after: &[], after_cluster: &["istiod"], enabled: |_, _| true, secrets: pull_copy },
     Definition { name: "mesh-policy", after: &["namespace"], after_cluster: &["istiod"], enabled: |c, _| c.istio.enabled, secrets: none },
-    Definition { name: "postgresql", after: &["namespace"], after_cluster: &["cnpg-operator"], enabled: |_, t| t.postgresql.enabled, secrets: postgresql_secrets },
-    Definition { name: "timescaledb", after: &["postgresql"], after_cluster: &["cnpg-operator"], enabled: |_, t| t.timescaledb.enabled, secrets: timescaledb_secrets },
+    Definition {
+        name: "postgresql",
+        after: &["namespace"],
+        after_cluster: &["cnpg-operator"],
+        enabled: |_, t| t.postgresql.enabled,
+        secrets: postgresql_secrets,
+    },
+    Definition {
+        name: "timescaledb",
+        after: &["postgresql"],
+        after_cluster: &["cnpg-operator"],
+        enabled: |_, t| t.timescaledb.enabled,
+        secrets: timescaledb_secrets,
+    },
     Definition { name: "redis", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.redis.enabled, secrets: redis_secrets },
-    Definition { name: "minio", after: &["namespace"], after_cluster: &["minio-operator"], enabled: |_, t| t.minio.enabled, secrets: minio_secrets },
-    Definition { name: "rabbitmq", after: &["namespace"], after_cluster: &["rabbitmq-operator"], enabled: |_, t| t.rabbitmq.enabled, secrets: rabbitmq_secrets },
+    Definition {
+        name: "minio",
+        after: &["namespace"],
+        after_cluster: &["minio-operator"],
+        enabled: |_, t| t.minio.enabled,
+        secrets: minio_secrets,
+    },
+    Definition {
+        name: "rabbitmq",
+        after: &["namespace"],
+        after_cluster: &["rabbitmq-operator"],
+        enabled: |_, t| t.rabbitmq.enabled,
+        secrets: rabbitmq_secrets,
+    },
     Definition { name: "jaeger", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.jaeger.enabled, secrets: none },
     Definition { name: "prometheus", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.prometheus.enabled, secrets: none },
     Definition {
         name: "billing-token",
         after: &["namespace"],
         after_cluster: &["billing-store"],
-        enabled: |c, t| c.billing.enabled && t.otel_collector.enabled, secrets: none,
+        enabled: |c, t| c.billing.enabled && t.otel_collector.enabled,
+        secrets: none,
     },
     Definition {
         name: "otel-collector",
         after: &["namespace", "jaeger", "billing-token"],
         after_cluster: &[],
-        enabled: |_, t| t.otel_collector.enabled, secrets: none,
+        enabled: |_, t| t.otel_collector.enabled,
+        secrets: none,
     },
     Definition { name: "grafana", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.grafana.enabled, secrets: grafana_secrets },
     Definition { name: "vector", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.vector.enabled, secrets: none },
@@ -485,11 +511,8 @@ fn minio_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
         // unquoting; the init Job sources it with `sh`. Both agree on a double-quoted
         // value free of `"`, `\`, `$`, backticks and line breaks, which
         // `credentials` guarantees.
-        let env = Zeroizing::new(format!(
-            "export MINIO_ROOT_USER=\"{}\"\nexport MINIO_ROOT_PASSWORD=\"{}\"\n",
-            user.as_str(),
-            password.as_str()
-        ));
+        let env =
+            Zeroizing::new(format!("export MINIO_ROOT_USER=\"{}\"\nexport MINIO_ROOT_PASSWORD=\"{}\"\n", user.as_str(), password.as_str()));
         secret(owned, names::minio_env_secret(owned.namespace), "Opaque", vec![("config.env", env.as_bytes())])
     };
     owned.credentials.minio.iter().map(env).collect()

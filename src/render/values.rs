@@ -1,9 +1,7 @@
 //! The values every template sees, computed once per cluster (`docs/templates.md` describes
 //! each key), and the per-server lists only cluster templates get.
 
-use super::cluster::{
-    ARGOCD_NAMESPACE, ARGOCD_PROJECT, BILLING_AUTH_SECRET, BILLING_STORE, BILLING_TOKEN_SECRET, FLUX_NAMESPACE, GATEWAY,
-};
+use super::cluster::{ARGOCD_NAMESPACE, ARGOCD_PROJECT, BILLING_AUTH_SECRET, BILLING_STORE, BILLING_TOKEN_SECRET, FLUX_NAMESPACE, GATEWAY};
 use super::{names, server};
 use crate::spec::check::tenant_namespace;
 use crate::spec::model::{ClusterSpec, GitopsEngine, Issuer, SealingBackend};
