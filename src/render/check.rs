@@ -1,5 +1,5 @@
 //! Template output is data: every rendered document is parsed back and checked before it is
-//! accepted (the whole tree is checked once more in `tree::build`).
+//! accepted (the whole tree is checked once more when it is laid out, `crate::tree::build`).
 
 use super::resource::{Resource, is_cluster_scoped};
 use super::{CLUSTER_LABEL, COMPONENT, MANAGED_BY, PART_OF};

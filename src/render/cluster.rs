@@ -2,13 +2,15 @@
 
 use super::check::Scope;
 use super::graph::{Graph, Member};
+use super::operator;
+use super::values::{IngressValues, ingress_values, shared_values};
 use super::{Component, Context, Frame, RenderedCluster, labels, server, tenant};
 use crate::secrets::{PlainSecret, Scope as SealScope};
-use crate::spec::check::tenant_namespace;
-use crate::spec::model::{ClusterSpec, GitopsEngine, Issuer, SealingBackend};
+use crate::spec::model::{ClusterSpec, GitopsEngine};
 use crate::spec::{Object, Spec};
 use base64::Engine as _;
 use rayon::prelude::*;
+use serde::Serialize;
 use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};
 use zeroize::Zeroizing;
@@ -40,6 +42,47 @@ struct Definition {
     /// Namespaces it may touch besides the engine's own (`flux-system` or `argocd`).
     namespaces: fn(&ClusterSpec) -> Vec<String>,
     cluster_kinds: &'static [&'static str],
+    /// What it adds beyond the shared values: Secrets, the operator's chart settings.
+    extras: fn(&mut Context<'_>, &Object<ClusterSpec>, Option<&PlainSecret>) -> Extras,
+    /// How long Flux waits for it to become ready.
+    timeout: fn(&ClusterSpec) -> String,
+}
+
+/// What a cluster component adds beyond the shared values.
+#[derive(Default)]
+struct Extras {
+    /// Secrets it carries (sealed later, never templated).
+    secrets: Vec<PlainSecret>,
+    /// The `operator` value (`tfrs-operator` only).
+    operator: Option<operator::OperatorValues>,
+}
+
+/// Nothing beyond the shared values.
+fn no_extras(_: &mut Context<'_>, _: &Object<ClusterSpec>, _: Option<&PlainSecret>) -> Extras {
+    Extras::default()
+}
+
+/// `image-registry`: the pull Secret, in the namespace tenants copy credentials from.
+fn registry_extras(_: &mut Context<'_>, cluster: &Object<ClusterSpec>, pull: Option<&PlainSecret>) -> Extras {
+    let namespace = &cluster.spec.image_registry.tenant_credentials_namespace;
+    let secrets = pull.map(|pull| PlainSecret { namespace: namespace.clone(), ..pull.clone() }).into_iter().collect();
+    Extras { secrets, operator: None }
+}
+
+/// `billing-store`: the billing identity's Secret.
+fn billing_extras(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, _: Option<&PlainSecret>) -> Extras {
+    Extras { secrets: billing_secret(context, cluster).into_iter().collect(), operator: None }
+}
+
+/// `tfrs-operator`: its chart settings and the Secret giving the chart the registry credentials.
+fn operator_extras(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, pull: Option<&PlainSecret>) -> Extras {
+    let (values, secret) = operator::values(context, cluster, pull);
+    Extras { secrets: secret.into_iter().collect(), operator: Some(values) }
+}
+
+/// The default wait.
+fn ten_minutes(_: &ClusterSpec) -> String {
+    "10m".to_owned()
 }
 
 fn none(_: &ClusterSpec) -> Vec<String> {
@@ -59,6 +102,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: |s| s.cert_manager.enabled,
         namespaces: |_| vec!["cert-manager".into()],
         cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
     // NB: rendered even when tfrs does not install cert-manager (`certManager.enabled: false`
     // means it is installed another way): the Gateway's Certificate needs the issuer.
@@ -68,6 +113,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: always,
         namespaces: |_| vec!["cert-manager".into()],
         cluster_kinds: &["ClusterIssuer"],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
     Definition {
         name: "istio-base",
@@ -75,14 +122,26 @@ const DEFINITIONS: &[Definition] = &[
         enabled: istio,
         namespaces: |_| vec!["istio-system".into()],
         cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
-    Definition { name: "istiod", after: &["istio-base"], enabled: istio, namespaces: |_| vec!["istio-system".into()], cluster_kinds: &[] },
+    Definition {
+        name: "istiod",
+        after: &["istio-base"],
+        enabled: istio,
+        namespaces: |_| vec!["istio-system".into()],
+        cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
+    },
     Definition {
         name: "istio-ingress",
         after: &["istiod"],
         enabled: istio,
         namespaces: |_| vec!["istio-ingress".into()],
         cluster_kinds: &["IngressClass"],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
     Definition {
         name: "gateway",
@@ -90,6 +149,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: istio,
         namespaces: |_| vec!["istio-ingress".into()],
         cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
     Definition {
         name: "envoyfilter-cookie",
@@ -97,6 +158,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: istio,
         namespaces: |_| vec!["istio-system".into()],
         cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
     Definition {
         name: "envoyfilter-lua",
@@ -104,6 +167,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: istio,
         namespaces: |_| vec!["istio-system".into()],
         cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
     Definition {
         name: "virtualservice",
@@ -111,6 +176,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: istio,
         namespaces: |_| vec!["istio-ingress".into()],
         cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
     Definition {
         name: "istio-telemetry",
@@ -118,9 +185,27 @@ const DEFINITIONS: &[Definition] = &[
         enabled: |s| s.istio.enabled && s.istio.telemetry,
         namespaces: |_| vec!["istio-system".into()],
         cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
-    Definition { name: "cnpg-operator", after: &[], enabled: |s| s.operators.cnpg.enabled, namespaces: none, cluster_kinds: &[] },
-    Definition { name: "minio-operator", after: &[], enabled: |s| s.operators.minio.enabled, namespaces: none, cluster_kinds: &[] },
+    Definition {
+        name: "cnpg-operator",
+        after: &[],
+        enabled: |s| s.operators.cnpg.enabled,
+        namespaces: none,
+        cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
+    },
+    Definition {
+        name: "minio-operator",
+        after: &[],
+        enabled: |s| s.operators.minio.enabled,
+        namespaces: none,
+        cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
+    },
     // NB: the messaging-topology operator's webhooks need cert-manager (components.md).
     Definition {
         name: "rabbitmq-operator",
@@ -128,6 +213,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: |s| s.operators.rabbitmq.enabled,
         namespaces: none,
         cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
     Definition {
         name: "image-registry",
@@ -135,6 +222,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: always,
         namespaces: |s| vec![s.image_registry.tenant_credentials_namespace.clone()],
         cluster_kinds: &[],
+        extras: registry_extras,
+        timeout: ten_minutes,
     },
     // Billing: the External Secrets Operator, then the store it reads from.
     Definition {
@@ -143,6 +232,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: |s| s.billing.enabled,
         namespaces: |_| vec![BILLING_NAMESPACE.into()],
         cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
     },
     Definition {
         name: "billing-store",
@@ -150,6 +241,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: |s| s.billing.enabled,
         namespaces: |_| vec![BILLING_NAMESPACE.into()],
         cluster_kinds: &["ClusterSecretStore"],
+        extras: billing_extras,
+        timeout: ten_minutes,
     },
     Definition {
         name: "tfrs-operator",
@@ -157,6 +250,8 @@ const DEFINITIONS: &[Definition] = &[
         enabled: |s| s.tfrs_operator.enabled,
         namespaces: |s| vec![s.tfrs_operator.namespace.clone()],
         cluster_kinds: &[],
+        extras: operator_extras,
+        timeout: |s| s.tfrs_operator.timeout.clone(),
     },
 ];
 
@@ -184,91 +279,53 @@ pub fn full_graph(spec: &Spec, cluster: &Object<ClusterSpec>) -> Graph {
 pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<crate::spec::model::ClusterSpec>) -> Option<RenderedCluster> {
     let errors_before = context.errors.len();
     let name = cluster.name().to_owned();
-    let cluster_spec = &cluster.spec;
     let units = tenant::units(spec, &name);
-    let mut graph = graph(cluster_spec);
-    tenant::extend_graph(&mut graph, cluster_spec, &units);
+    let mut graph = graph(&cluster.spec);
+    tenant::extend_graph(&mut graph, &cluster.spec, &units);
     server::extend_graph(&mut graph, spec, &units);
     let depths = graph.depths();
-    let (values, ingress_values) = base_values(cluster, spec);
-    let engine_namespace = match cluster_spec.gitops.engine {
+    let values = serde_json::to_value(shared_values(cluster)).unwrap_or(Json::Null);
+    let engine_namespace = match cluster.spec.gitops.engine {
         GitopsEngine::Flux => FLUX_NAMESPACE,
         GitopsEngine::Argocd => ARGOCD_NAMESPACE,
     };
-    let pull_secret = pull_secret(context, cluster);
-
-    let mut components = Vec::new();
-    for definition in DEFINITIONS {
-        let id = format!("cluster/{}", definition.name);
-        if !graph.contains(&id) {
-            continue;
-        }
-        let mut namespaces: BTreeSet<String> = (definition.namespaces)(cluster_spec).into_iter().collect();
-        namespaces.insert(engine_namespace.to_owned());
-        let scope = Scope {
-            component: id.clone(),
-            cluster: name.clone(),
-            namespaces,
-            cluster_kinds: definition.cluster_kinds.iter().map(|k| (*k).to_owned()).collect(),
-        };
-        let mut component_values = values.clone();
-        component_values["labels"] = labels(&name, &id);
-        // NB: only cluster components see the per-server lists (hosts, routes, providers):
-        // copying them into every tenant and server component made rendering quadratic.
-        if let (Json::Object(target), Json::Object(extra)) = (&mut component_values, &ingress_values) {
-            target.extend(extra.clone());
-        }
-        let mut secrets = Vec::new();
-        match definition.name {
-            "image-registry" => {
-                if let Some(secret) = &pull_secret {
-                    let mut secret = secret.clone();
-                    secret.namespace.clone_from(&cluster_spec.image_registry.tenant_credentials_namespace);
-                    secrets.push(secret);
-                }
-            }
-            "billing-store" => secrets.extend(billing_secret(context, cluster)),
-            "tfrs-operator" => {
-                let (operator, values_secret) = operator_values(context, cluster, pull_secret.as_ref());
-                component_values["operator"] = operator;
-                secrets.extend(values_secret);
-            }
-            _ => {}
-        }
-        let template = format!("cluster/{}.yaml", definition.name);
-        context.defer(&id, &template, component_values, false, scope, cluster.locate("metadata.name"));
-        for secret in &mut secrets {
-            add_secret_labels(secret, &name, &id);
-        }
-        components.push(Component {
-            name: definition.name.to_owned(),
-            depends_on: graph.dependencies(&id).to_vec(),
-            depth: depths.get(&id).copied().unwrap_or(0),
-            timeout: if definition.name == "tfrs-operator" { cluster_spec.tfrs_operator.timeout.clone() } else { "10m".to_owned() },
-            id,
-            objects: Vec::new(),
-            secrets,
-        });
-    }
+    let pull = pull_secret(context, cluster);
+    let frame = Frame { cluster, graph: &graph, depths: &depths, pull: pull.as_ref(), engine_namespace };
+    let mut components = cluster_components(context, &frame, spec, &values);
     let base = minijinja::Value::from(minijinja::value::Serde(&values));
-    let frame = Frame { cluster, graph: &graph, depths: &depths, pull: pull_secret.as_ref(), engine_namespace };
     // NB: the shared values are digested only for the memo (one serialization per cluster).
     let base_digest = if context.memo.is_some() { super::memo::values_digest(&values) } else { [0; 32] };
-    // The cluster components' templates, then every unit (a tenant namespace and its servers)
-    // in parallel, each in a context of its own whose problems, credentials and memo entries
-    // are gathered in unit order. A unit renders its own templates, so the values of only the
-    // units in flight are held at once.
     context.render_jobs(&name, &base, &base_digest, &mut components);
+    render_units(context, &frame, spec, &units, (&base, &base_digest), &mut components);
+    if context.errors.len() > errors_before {
+        return None;
+    }
+    let gitops = super::gitops::gitops_objects(context, cluster, &components, &values, &base_digest)?;
+    Some(RenderedCluster { name, engine: cluster.spec.gitops.engine, backend: cluster.spec.sealing.backend, components, graph, gitops })
+}
+
+/// Every unit (a tenant namespace and its servers), in parallel, each in a context of its own
+/// whose problems, credentials and memo entries are gathered in unit order. A unit renders its
+/// own templates, so the values of only the units in flight are held at once.
+fn render_units(
+    context: &mut Context<'_>,
+    frame: &Frame<'_>,
+    spec: &Spec,
+    units: &[tenant::Unit<'_>],
+    (base, base_digest): (&minijinja::Value, &[u8; 32]),
+    components: &mut Vec<Component>,
+) {
+    let name = frame.cluster.name();
     let units: Vec<(Vec<Component>, Context<'_>)> = units
         .par_iter()
         .map(|unit| {
             let mut child = context.child();
             let mut own = Vec::new();
-            let credentials = tenant::render(&mut child, &frame, unit, &mut own);
+            let credentials = tenant::render(&mut child, frame, unit, &mut own);
             for server in server::servers(spec, unit) {
-                server::render(&mut child, &frame, unit, server, &credentials, &mut own);
+                server::render(&mut child, frame, unit, server, &credentials, &mut own);
             }
-            child.render_jobs(&name, &base, &base_digest, &mut own);
+            child.render_jobs(name, base, base_digest, &mut own);
             (own, child)
         })
         .collect();
@@ -276,114 +333,59 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
         components.extend(own);
         context.absorb(child);
     }
-    if context.errors.len() > errors_before {
-        return None;
-    }
-    let gitops = super::gitops::gitops_objects(context, cluster, &components, &values, &base_digest)?;
-    Some(RenderedCluster { name, engine: cluster_spec.gitops.engine, backend: cluster_spec.sealing.backend, components, graph, gitops })
 }
 
-/// Values every template sees, and the per-server lists only cluster templates need (the
-/// Gateway's hosts, the routes of the cluster VirtualService, istiod's tracing providers).
-fn base_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> (Json, Json) {
-    let cluster_spec = &cluster.spec;
-    let domain = &cluster_spec.ingress.domain;
-    let mut tracing_providers = Vec::new();
-    let mut namespaces_seen = BTreeSet::new();
-    let tenants: BTreeMap<&str, _> = spec.tenants.iter().filter(|t| t.spec.cluster == cluster.name()).map(|t| (t.name(), t)).collect();
-    for tenant in tenants.values() {
-        let namespace = tenant_namespace(tenant.name(), &tenant.spec);
-        if tenant.spec.otel_collector.enabled && namespaces_seen.insert(namespace.clone()) {
-            tracing_providers.push(json!({
-                "name": format!("otel-{namespace}"),
-                "opentelemetry": {"service": format!("otel-collector.{namespace}.svc.cluster.local"), "port": 4317},
-            }));
+/// The cluster's own components, their templates queued on `context`.
+fn cluster_components(context: &mut Context<'_>, frame: &Frame<'_>, spec: &Spec, shared: &Json) -> Vec<Component> {
+    let (cluster, name) = (frame.cluster, frame.cluster.name());
+    // NB: only cluster components see the per-server lists (hosts, routes, providers):
+    // copying them into every tenant and server component made rendering quadratic.
+    let ingress = ingress_values(cluster, spec);
+    let mut components = Vec::new();
+    for definition in DEFINITIONS {
+        let id = format!("cluster/{}", definition.name);
+        if !frame.graph.contains(&id) {
+            continue;
         }
-    }
-    let mut hosts = BTreeSet::new();
-    hosts.insert(domain.clone());
-    let mut robot_routes = Vec::new();
-    let mut extra_gateway_hosts = BTreeSet::new();
-    let mut servers: Vec<_> = spec.servers.iter().filter(|s| tenants.contains_key(s.spec.tenant.as_str())).collect();
-    servers.sort_by(|a, b| a.name().cmp(b.name()));
-    for server in servers {
-        let Some(tenant) = tenants.get(server.spec.tenant.as_str()) else { continue };
-        let namespace = tenant_namespace(tenant.name(), &tenant.spec);
-        let host =
-            if server.spec.host.is_empty() { format!("{}.{}.{domain}", server.name(), tenant.name()) } else { server.spec.host.clone() };
-        if !host.ends_with(&format!(".{domain}")) && &host != domain {
-            extra_gateway_hosts.insert(host.clone());
+        let mut namespaces: BTreeSet<String> = (definition.namespaces)(&cluster.spec).into_iter().collect();
+        namespaces.insert(frame.engine_namespace.to_owned());
+        let scope = Scope {
+            component: id.clone(),
+            cluster: name.to_owned(),
+            namespaces,
+            cluster_kinds: definition.cluster_kinds.iter().map(|k| (*k).to_owned()).collect(),
+        };
+        let Extras { mut secrets, operator } = (definition.extras)(context, cluster, frame.pull);
+        let values = ComponentValues { shared, ingress: &ingress, operator };
+        let mut values = serde_json::to_value(values).unwrap_or(Json::Null);
+        values["labels"] = labels(name, &id);
+        let template = format!("cluster/{}.yaml", definition.name);
+        context.defer(&id, &template, values, false, scope, cluster.locate("metadata.name"));
+        for secret in &mut secrets {
+            add_secret_labels(secret, name, &id);
         }
-        hosts.insert(host);
-        robot_routes.push(json!({
-            "robot": server.name(),
-            "host": format!("{}-api.{namespace}.svc.cluster.local", server.name()),
-            "port": server.spec.api_worker.port,
-        }));
+        components.push(Component {
+            depends_on: frame.graph.dependencies(&id).to_vec(),
+            depth: frame.depths.get(&id).copied().unwrap_or(0),
+            timeout: (definition.timeout)(&cluster.spec),
+            id,
+            objects: Vec::new(),
+            secrets,
+        });
     }
-    let gateway_hosts: Vec<String> = [domain.clone(), format!("*.{domain}")].into_iter().chain(extra_gateway_hosts).collect();
-    let mut cluster_json = serde_json::to_value(cluster_spec).unwrap_or(Json::Null);
-    redact(&mut cluster_json);
-    let ingress = json!({
-        "gateway_hosts": gateway_hosts,
-        "certificate_hosts": hosts.into_iter().collect::<Vec<_>>(),
-        "tracing_providers": tracing_providers,
-        "robot_routes": robot_routes,
-    });
-    let base = json!({
-        "engine": match cluster_spec.gitops.engine { GitopsEngine::Flux => "flux", GitopsEngine::Argocd => "argocd" },
-        "flux_namespace": FLUX_NAMESPACE,
-        "argocd_namespace": ARGOCD_NAMESPACE,
-        "argocd_project": ARGOCD_PROJECT,
-        // Argo CD: automated sync that never gives up on a transient race (a CRD or webhook
-        // not there yet): unlimited retries (a negative limit), backing off to 5 minutes.
-        "argocd_sync": {
-            "automated": {"prune": true, "selfHeal": true},
-            "retry": {"limit": -1, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}},
-        },
-        // Argo CD: fields controllers legitimately rewrite after a chart or an upstream base is
-        // applied: CA bundles injected into webhooks and CRD conversion webhooks
-        // (cert-manager's cainjector, istiod, ESO), and the failure policy istiod switches on
-        // its validating webhook once it is ready. Without these, self-heal and the
-        // controllers would undo each other for ever.
-        "argocd_ignore_injected": [
-            {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
-             "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle", ".webhooks[]?.failurePolicy"]},
-            {"group": "admissionregistration.k8s.io", "kind": "MutatingWebhookConfiguration",
-             "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
-            {"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition",
-             "jqPathExpressions": [".spec.conversion.webhook.clientConfig.caBundle"]},
-        ],
-        "cluster": {"name": cluster.name(), "spec": cluster_json},
-        "issuer_name": match cluster_spec.ingress.tls.issuer { Issuer::Letsencrypt => "letsencrypt", Issuer::Selfsigned => "tfrs-ca" },
-        "gateway_name": GATEWAY,
-        "sops": cluster_spec.sealing.backend == SealingBackend::SopsAge,
-        "billing": if cluster_spec.billing.enabled {
-            json!({
-                "store": BILLING_STORE,
-                "auth_secret": BILLING_AUTH_SECRET,
-                "token_secret": BILLING_TOKEN_SECRET,
-                "token_key": "PRIMARY_TOKEN",
-                "endpoint": cluster_spec.billing.otlp_endpoint,
-            })
-        } else {
-            json!(false)
-        },
-        "labels": {},
-    });
-    (base, ingress)
+    components
 }
 
-/// Removes every credential field from the values templates see: templates never get a
-/// secret, not even a `value` literal.
-fn redact(cluster: &mut Json) {
-    for pointer in ["/imageRegistry", "/billing/infisical"] {
-        if let Some(Json::Object(map)) = cluster.pointer_mut(pointer) {
-            for field in ["username", "password", "clientId", "clientSecret"] {
-                map.remove(field);
-            }
-        }
-    }
+/// The values of a cluster template: the shared values, the per-server lists and, for
+/// `tfrs-operator`, its chart settings. `docs/templates.md` describes each key.
+#[derive(Serialize)]
+struct ComponentValues<'a> {
+    #[serde(flatten)]
+    shared: &'a Json,
+    #[serde(flatten)]
+    ingress: &'a IngressValues,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    operator: Option<operator::OperatorValues>,
 }
 
 /// The image-pull Secret (`kubernetes.io/dockerconfigjson`), when the registry has
@@ -443,106 +445,6 @@ fn billing_secret(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> O
         data,
         ..PlainSecret::default()
     })
-}
-
-/// The tfrs-operator chart settings, with the render-time environment overrides,
-/// and, with Flux, the sealed values Secret carrying `imageCredentials`.
-fn operator_values(context: &mut Context<'_>, cluster: &Object<ClusterSpec>, pull: Option<&PlainSecret>) -> (Json, Option<PlainSecret>) {
-    let operator = &cluster.spec.tfrs_operator;
-    let overrides = context.options.operator_overrides.clone();
-    // Each setting comes from its `OPERATOR_*` variable when that is set, else from the spec; either
-    // way it is checked, and a bad value names where it came from.
-    let mut pick = |variable: &str, field: &str, value: &str, check: &dyn Fn(&str) -> Result<(), String>| -> String {
-        let (value, from_env) = match overrides.get(variable).filter(|v| !v.is_empty()) {
-            Some(value) => (value.clone(), true),
-            None => (value.to_owned(), false),
-        };
-        if let Err(expected) = check(&value) {
-            let at = if from_env { format!("`{variable}` (which overrides it)") } else { "the spec".to_owned() };
-            context.errors.push(crate::spec::Diagnostic::error(
-                cluster.locate(field),
-                field,
-                format!("expected {expected}, found an invalid value in {at}"),
-            ));
-            context.environment |= from_env;
-        }
-        value
-    };
-    let format = |name: &'static str| move |value: &str| crate::spec::schema::check_format(name, value).map_err(str::to_owned);
-    let oci = |value: &str| {
-        let ok = value.strip_prefix("oci://").is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_graphic()));
-        if ok { Ok(()) } else { Err("an OCI chart reference such as `oci://registry.example.com/charts/tfrs-operator`".to_owned()) }
-    };
-    let tag =
-        |value: &str| if value.is_empty() { Ok(()) } else { crate::spec::schema::check_format("image-tag", value).map_err(str::to_owned) };
-    let release_check = |value: &str| {
-        if crate::spec::schema::is_dns_label(value) {
-            Ok(())
-        } else {
-            Err("a DNS label (lowercase letters, digits and `-`, at most 63)".to_owned())
-        }
-    };
-    let repo = pick("OPERATOR_HELM_REPO_URL", "spec.tfrsOperator.chart", &operator.chart, &oci);
-    let version = pick("OPERATOR_CHART_VERSION", "spec.tfrsOperator.version", &operator.version, &format("version"));
-    let image_tag = pick("OPERATOR_IMAGE_TAG", "spec.tfrsOperator.imageTag", &operator.image_tag, &tag);
-    let release = pick("OPERATOR_RELEASE_NAME", "spec.tfrsOperator.releaseName", &operator.release_name, &release_check);
-    let chart_name = repo.rsplit('/').next().unwrap_or("tfrs-operator").to_owned();
-    let mut values = json!({});
-    if !image_tag.is_empty() {
-        values["image"] = json!({"tag": image_tag});
-    }
-    let mut values_from = Json::Null;
-    let mut secret = None;
-    if let Some(pull) = pull {
-        match cluster.spec.gitops.engine {
-            GitopsEngine::Flux => {
-                let registry = &cluster.spec.image_registry;
-                let config: Json =
-                    pull.data.get(".dockerconfigjson").and_then(|bytes| serde_json::from_slice(bytes).ok()).unwrap_or(Json::Null);
-                let auth = &config["auths"][registry.server.as_str()];
-                let credentials = Zeroizing::new(
-                    json!({"imageCredentials": [{
-                        "name": registry.secret_name,
-                        "registry": registry.server,
-                        "username": auth["username"],
-                        "password": auth["password"],
-                    }]})
-                    .to_string(),
-                );
-                let name = format!("{release}-image-credentials");
-                let mut data = BTreeMap::new();
-                data.insert("values.yaml".to_owned(), Zeroizing::new(credentials.as_bytes().to_vec()));
-                values_from = json!([{"kind": "Secret", "name": name, "valuesKey": "values.yaml"}]);
-                secret = Some(PlainSecret {
-                    name,
-                    namespace: FLUX_NAMESPACE.to_owned(),
-                    kind: "Opaque".to_owned(),
-                    data,
-                    ..PlainSecret::default()
-                });
-            }
-            GitopsEngine::Argocd => {
-                // NB: Argo CD cannot read Helm values from a Secret; the pull Secret is sealed
-                // into the release namespace instead and the chart is told to use it.
-                let mut copy = pull.clone();
-                copy.namespace.clone_from(&operator.namespace);
-                values["imagePullSecrets"] = json!([{"name": copy.name}]);
-                values["imageCredentials"] = json!([]);
-                secret = Some(copy);
-            }
-        }
-    }
-    let operator_json = json!({
-        "chart_name": chart_name,
-        "release": release,
-        "namespace": operator.namespace,
-        "repo": repo,
-        "version": version,
-        "timeout": operator.timeout,
-        "values": values,
-        "values_from": values_from,
-    });
-    (operator_json, secret)
 }
 
 pub(crate) fn add_secret_labels(secret: &mut PlainSecret, cluster: &str, component: &str) {

@@ -3,17 +3,21 @@
 //!
 //! `render` returns, per cluster, its components (each a directory of the output tree) with
 //! their objects and their plaintext Secrets. Plaintext Secrets never leave memory: the
-//! [`tree`] stage seals them before anything is written.
+//! tree stage ([`crate::tree`]) seals them before anything is written.
 
 pub mod check;
 pub mod cluster;
+pub mod confz;
 pub mod gitops;
 pub mod graph;
 pub mod memo;
+pub mod names;
+pub mod operator;
 pub mod resource;
 pub mod server;
 pub mod templates;
 pub mod tenant;
+pub mod values;
 
 pub use graph::Graph;
 pub use memo::Memo;
@@ -55,8 +59,6 @@ pub struct Options {
 pub struct Component {
     /// Its id, the path below `components/` (e.g. `cluster/cert-manager`).
     pub id: String,
-    /// Name of its GitOps object (Flux Kustomization or Argo CD Application).
-    pub name: String,
     /// Ids of the components it waits for.
     pub depends_on: Vec<String>,
     /// Depth in the graph (Argo CD sync wave).
@@ -379,9 +381,7 @@ impl<'a> Context<'a> {
         for secret in &mut secrets {
             cluster::add_secret_labels(secret, cluster, &id);
         }
-        let tail = id.strip_prefix("namespaces/").unwrap_or(&id).replace("/servers/", "-").replace('/', "-");
         Component {
-            name: tail,
             depends_on: frame.graph.dependencies(&id).to_vec(),
             depth: frame.depths.get(&id).copied().unwrap_or(0),
             timeout: timeout.to_owned(),

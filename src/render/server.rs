@@ -1,12 +1,15 @@
 //! The server-level components: per TFRServer its configuration
 //! (ConfigMap, `<server>-secret`, `<server>-confz`), init Jobs and both workers.
 
+pub use super::confz::{broker_url, confz, percent_encode};
 use super::graph::{Graph, Member};
+use super::names::{self, Database, NamespaceNames, RobotNames, ServerNames};
 use super::tenant::{self, Credentials, DATABASE_USER, Unit};
 use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
 use crate::spec::model::{ServerSpec, TenantSpec, TenantType};
 use crate::spec::{Object, Spec};
+use serde::Serialize;
 use serde_json::{Value as Json, json};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +31,8 @@ pub fn servers<'a>(spec: &'a Spec, unit: &Unit<'_>) -> Vec<&'a Object<ServerSpec
     servers
 }
 
+/// A server component: name, server components it waits for, tenant components it waits for,
+/// whether it is on, and its Secrets.
 struct Definition {
     name: &'static str,
     /// Server components it waits for.
@@ -35,34 +40,46 @@ struct Definition {
     /// Tenant components it waits for, when the namespace renders them.
     after_tenant: &'static [&'static str],
     enabled: fn(&ServerSpec, &TenantSpec) -> bool,
+    /// The Secrets it carries (sealed later, never templated).
+    secrets: fn(&Owned<'_>) -> Vec<PlainSecret>,
 }
 
 const DEFINITIONS: &[Definition] = &[
-    Definition { name: "config", after: &[], after_tenant: &["namespace"], enabled: |_, _| true },
+    Definition { name: "config", after: &[], after_tenant: &["namespace"], enabled: |_, _| true, secrets: config_secrets },
     Definition {
         name: "db-init",
         after: &["config"],
         after_tenant: &["postgresql", "timescaledb"],
         enabled: |s, t| s.jobs.db_init && (t.postgresql.enabled || t.timescaledb.enabled),
+        secrets: none,
     },
-    Definition { name: "minio-init", after: &["config"], after_tenant: &["minio"], enabled: |s, t| s.jobs.minio_init && t.minio.enabled },
+    Definition {
+        name: "minio-init",
+        after: &["config"],
+        after_tenant: &["minio"],
+        enabled: |s, t| s.jobs.minio_init && t.minio.enabled,
+        secrets: minio_init_secrets,
+    },
     Definition {
         name: "grafana-sa",
         after: &["config"],
         after_tenant: &["grafana"],
         enabled: |s, t| s.jobs.grafana_service_account && t.grafana.enabled,
+        secrets: none,
     },
     Definition {
         name: "api-worker",
         after: &["config", "db-init", "minio-init", "grafana-sa"],
         after_tenant: &["shared-cache", "redis", "rabbitmq"],
         enabled: |_, _| true,
+        secrets: none,
     },
     Definition {
         name: "robot-worker",
         after: &["config", "db-init", "minio-init", "grafana-sa"],
         after_tenant: &["shared-cache", "redis", "rabbitmq"],
         enabled: |_, _| true,
+        secrets: none,
     },
 ];
 
@@ -90,7 +107,63 @@ pub fn extend_graph(graph: &mut Graph, spec: &Spec, units: &[Unit<'_>]) {
 /// The host a server answers on: `spec.host`, or `<server>.<tenant>.<domain>`.
 #[must_use]
 pub fn host(server: &Object<ServerSpec>, domain: &str) -> String {
-    if server.spec.host.is_empty() { format!("{}.{}.{domain}", server.name(), server.spec.tenant) } else { server.spec.host.clone() }
+    if server.spec.host.is_empty() { names::default_host(server.name(), &server.spec.tenant, domain) } else { server.spec.host.clone() }
+}
+
+/// The values of the server templates (`templates/server/*.yaml`), over the cluster's shared
+/// values; `docs/templates.md` describes each key.
+#[derive(Serialize)]
+struct ServerValues<'a> {
+    namespace: &'a str,
+    database: &'a str,
+    names: NamespaceNames,
+    istio: bool,
+    pull_secret: &'a str,
+    server: ServerInfo<'a>,
+    host: String,
+    config_data: &'a BTreeMap<String, String>,
+    has_secret_data: bool,
+    cache_dir: &'a str,
+    confz_dir: &'static str,
+    confz_path: String,
+    checksum: String,
+    robot: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    db_grant_sql: Option<String>,
+    db_schema_sql: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    db_revoke_sql: Option<String>,
+    db_targets: Vec<String>,
+    db_secrets: Vec<String>,
+    postgres_image: &'a str,
+    bucket: String,
+    minio_user: String,
+    minio_user_secret: String,
+    minio_policy: String,
+    minio_checksum: String,
+    grafana_token: String,
+}
+
+/// The server a template renders.
+#[derive(Serialize)]
+struct ServerInfo<'a> {
+    name: &'a str,
+    tenant: &'a str,
+    names: ServerNames,
+    /// Its spec as written (camelCase), without `secretData` and `confzData`.
+    spec: Json,
+}
+
+/// What a server's components are made from: its resolved configuration.
+struct Owned<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    secret_data: BTreeMap<String, Zeroizing<Vec<u8>>>,
+    config_data: BTreeMap<String, String>,
+    confz: Zeroizing<String>,
+    /// A personal robot's own credentials (tenant.rs resolved them for the whole namespace).
+    robot: Option<&'a tenant::Robot>,
+    robot_names: RobotNames,
 }
 
 /// Renders every component of one server.
@@ -102,14 +175,32 @@ pub(crate) fn render(
     credentials: &Credentials,
     components: &mut Vec<Component>,
 ) {
-    let Frame { cluster, graph, pull, .. } = *frame;
-    let cluster_name = cluster.name();
-    let namespace = unit.namespace.as_str();
-    let name = server.name();
-    let tenant = &unit.owner.spec;
-    let spec = &server.spec;
+    let Some(owned) = resolve(context, frame, unit, server, credentials) else { return };
+    let values = serde_json::to_value(values(context, frame, unit, server, &owned)).unwrap_or(Json::Null);
+    for definition in DEFINITIONS {
+        let id = component_id(&unit.namespace, owned.name, definition.name);
+        if !frame.graph.contains(&id) {
+            continue;
+        }
+        let secrets = (definition.secrets)(&owned);
+        let template = format!("server/{}.yaml", definition.name);
+        let origin = server.locate("metadata.name");
+        components.push(context.namespaced_component(frame, &unit.namespace, id, &template, &values, origin, secrets, "10m"));
+    }
+}
 
-    // Secret data, resolved over `cluster/<cluster>/server/<server>/secretData/<KEY>`.
+/// Resolves a server's `secretData` (over `cluster/<cluster>/server/<server>/secretData/<KEY>`)
+/// and builds its ConfigMap data and `config.toml`. `None` (with the problem recorded) when
+/// `confzData` is not TOML.
+fn resolve<'a>(
+    context: &mut Context<'_>,
+    frame: &Frame<'_>,
+    unit: &'a Unit<'_>,
+    server: &'a Object<ServerSpec>,
+    credentials: &'a Credentials,
+) -> Option<Owned<'a>> {
+    let (name, namespace, spec) = (server.name(), unit.namespace.as_str(), &server.spec);
+    let cluster_name = frame.cluster.name();
     let mut secret_data: BTreeMap<String, Zeroizing<Vec<u8>>> = BTreeMap::new();
     for (key, source) in &spec.secret_data {
         let path = format!("cluster/{cluster_name}/server/{name}/secretData/{key}");
@@ -117,142 +208,144 @@ pub(crate) fn render(
             secret_data.insert(key.clone(), value);
         }
     }
-    let config_data = config_data(name, spec, tenant);
     let confz = match confz(name, namespace, spec, credentials) {
         Ok(confz) => confz,
         Err(message) => {
             context.errors.push(crate::spec::Diagnostic::error(server.locate("spec.confzData"), "spec.confzData", message));
-            return;
+            return None;
         }
     };
-    let checksum = checksum(context, &config_data, &secret_data, &confz);
-    let db_schema = config_data.get(DB_SCHEMA_KEY).cloned().unwrap_or_else(|| "public".to_owned());
-    // A personal robot's own credentials (tenant.rs resolved them for the whole namespace).
+    let config_data = config_data(name, spec, &unit.owner.spec);
     let robot = credentials.robots.get(name);
-    let robot_names = tenant::robot_names(name);
-    // Each database the Job prepares: `host:owner Secret`, and for a personal robot
-    // `:its role's Secret`.
-    let mut db_targets = Vec::new();
-    let mut db_secrets = Vec::new();
-    for (enabled, cluster, role_secret) in [
-        (tenant.postgresql.enabled, "pg", robot_names["pg_secret"].as_str()),
-        (tenant.timescaledb.enabled, "ts", robot_names["ts_secret"].as_str()),
-    ] {
-        if !enabled {
-            continue;
-        }
-        let owner = format!("{namespace}-{cluster}-credentials");
-        match (robot, role_secret) {
-            (Some(_), Some(role_secret)) => {
-                db_targets.push(format!("{namespace}-{cluster}-rw:{owner}:{role_secret}"));
-                db_secrets.extend([owner, role_secret.to_owned()]);
-            }
-            _ => {
-                db_targets.push(format!("{namespace}-{cluster}-rw:{owner}"));
-                db_secrets.push(owner);
-            }
-        }
-    }
+    Some(Owned { name, namespace, secret_data, config_data, confz, robot, robot_names: RobotNames::new(name) })
+}
+
+/// The server templates' values of one server.
+fn values<'a>(
+    context: &Context<'_>,
+    frame: &Frame<'a>,
+    unit: &'a Unit<'_>,
+    server: &'a Object<ServerSpec>,
+    owned: &'a Owned<'_>,
+) -> ServerValues<'a> {
+    let (name, namespace, spec, tenant) = (owned.name, owned.namespace, &server.spec, &unit.owner.spec);
+    let (robot, robot_names) = (owned.robot, &owned.robot_names);
+    let (db_targets, db_secrets) = db_targets(namespace, tenant, robot.map(|_| robot_names));
     let mut server_json = serde_json::to_value(spec).unwrap_or(Json::Null);
     if let Json::Object(map) = &mut server_json {
         map.remove("secretData");
         map.remove("confzData");
     }
-    let mut values = json!({});
-    values["namespace"] = json!(namespace);
-    values["database"] = json!(namespace);
-    values["names"] = tenant::names(namespace);
-    values["istio"] = json!(cluster.spec.istio.enabled);
-    values["pull_secret"] = json!(pull.map_or("", |p| p.name.as_str()));
-    values["server"] = json!({"name": name, "tenant": spec.tenant, "spec": server_json});
-    values["host"] = json!(host(server, &cluster.spec.ingress.domain));
-    values["config_data"] = json!(config_data);
-    values["has_secret_data"] = json!(!secret_data.is_empty());
-    values["cache_dir"] = json!(if tenant.shared_cache.enabled { tenant.shared_cache.cache_dir.as_str() } else { "" });
-    values["confz_dir"] = json!(CONFZ_DIR);
-    values["confz_path"] = json!(format!("{CONFZ_DIR}/config.toml"));
-    values["checksum"] = json!(checksum);
-    values["robot"] = json!(robot.is_some());
-    match robot {
-        Some(robot) => {
-            let sql = robot_sql(namespace, robot);
-            values["db_grant_sql"] = json!(sql.grant);
-            values["db_schema_sql"] = json!(sql.schema);
-            values["db_revoke_sql"] = json!(sql.revoke);
-        }
-        None => {
-            values["db_schema_sql"] =
-                json!(format!("CREATE SCHEMA IF NOT EXISTS {} AUTHORIZATION {DATABASE_USER};", quote_ident(&db_schema)));
-        }
-    }
-    values["db_targets"] = json!(db_targets);
-    values["db_secrets"] = json!(db_secrets);
-    values["postgres_image"] = json!(tenant.postgresql.image);
-    values["bucket"] = json!(bucket(name));
+    let db_schema = owned.config_data.get(DB_SCHEMA_KEY).map_or("public", String::as_str);
+    let sql = robot.map(|robot| robot_sql(namespace, robot));
+    let db_schema_sql = match &sql {
+        Some(sql) => sql.schema.clone(),
+        None => format!("CREATE SCHEMA IF NOT EXISTS {} AUTHORIZATION {DATABASE_USER};", quote_ident(db_schema)),
+    };
     let robot_minio = robot.and_then(|r| r.minio.as_ref());
-    values["minio_user"] = json!(robot_minio.map_or(String::new(), |(user, _)| user.clone()));
-    values["minio_user_secret"] = robot_names["minio_secret"].clone();
-    values["minio_policy"] = json!(bucket_policy(&bucket(name)));
-    // A keyed checksum of the robot's MinIO keys, so that new keys (a new master key) make a
-    // new minio-init Job, which sets them in MinIO.
-    values["minio_checksum"] = json!(match (context.master, robot_minio) {
+    let grafana = spec.jobs.grafana_service_account && tenant.grafana.enabled;
+    ServerValues {
+        namespace,
+        database: namespace,
+        names: NamespaceNames::new(namespace),
+        istio: frame.cluster.spec.istio.enabled,
+        pull_secret: frame.pull.map_or("", |p| p.name.as_str()),
+        server: ServerInfo { name, tenant: &spec.tenant, names: ServerNames::new(name, namespace), spec: server_json },
+        host: host(server, &frame.cluster.spec.ingress.domain),
+        config_data: &owned.config_data,
+        has_secret_data: !owned.secret_data.is_empty(),
+        cache_dir: if tenant.shared_cache.enabled { tenant.shared_cache.cache_dir.as_str() } else { "" },
+        confz_dir: CONFZ_DIR,
+        confz_path: format!("{CONFZ_DIR}/config.toml"),
+        checksum: checksum(context, &owned.config_data, &owned.secret_data, &owned.confz),
+        robot: robot.is_some(),
+        db_grant_sql: sql.as_ref().map(|sql| sql.grant.clone()),
+        db_schema_sql,
+        db_revoke_sql: sql.map(|sql| sql.revoke),
+        db_targets,
+        db_secrets,
+        postgres_image: &tenant.postgresql.image,
+        bucket: names::bucket(name),
+        minio_user: robot_minio.map_or(String::new(), |(user, _)| user.clone()),
+        minio_user_secret: robot_names.minio_secret.clone(),
+        minio_policy: bucket_policy(&names::bucket(name)),
+        minio_checksum: minio_checksum(context, owned),
+        grafana_token: if grafana { names::grafana_token_secret(name) } else { String::new() },
+    }
+}
+
+/// A keyed checksum of a personal robot's MinIO keys, so that new keys (a new master key) make a
+/// new minio-init Job, which sets them in MinIO. Empty without keys or without a master key.
+fn minio_checksum(context: &Context<'_>, owned: &Owned<'_>) -> String {
+    match (context.master, owned.robot.and_then(|r| r.minio.as_ref())) {
         (Some(master), Some((user, key))) => {
-            let secret_name = robot_names["minio_secret"].as_str().unwrap_or_default();
-            let binding = crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace, name: secret_name };
+            let name = owned.robot_names.minio_secret.as_str();
+            let binding =
+                crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace: owned.namespace, name };
             master.fingerprint_key().fingerprint(&binding, user, key.as_bytes())
         }
         _ => String::new(),
-    });
-    values["grafana_token"] =
-        json!(if spec.jobs.grafana_service_account && tenant.grafana.enabled { format!("{name}-grafana-token") } else { String::new() });
+    }
+}
 
-    for definition in DEFINITIONS {
-        let id = component_id(namespace, name, definition.name);
-        if !graph.contains(&id) {
+/// A server Secret in its namespace.
+fn secret(owned: &Owned<'_>, name: String, kind: &str, data: BTreeMap<String, Zeroizing<Vec<u8>>>) -> PlainSecret {
+    PlainSecret { name, namespace: owned.namespace.to_owned(), kind: kind.to_owned(), data, ..PlainSecret::default() }
+}
+
+/// No Secret.
+fn none(_: &Owned<'_>) -> Vec<PlainSecret> {
+    Vec::new()
+}
+
+/// The `config` component's: `<server>-secret` (secretData, when there is any) and
+/// `<server>-confz` (config.toml).
+fn config_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    let mut secrets = Vec::new();
+    if !owned.secret_data.is_empty() {
+        secrets.push(secret(owned, names::server_secret(owned.name), "Opaque", owned.secret_data.clone()));
+    }
+    let confz = [("config.toml".to_owned(), Zeroizing::new(owned.confz.as_bytes().to_vec()))].into_iter().collect();
+    secrets.push(secret(owned, names::server_confz(owned.name), "Opaque", confz));
+    secrets
+}
+
+/// The `minio-init` component's: a personal robot's MinIO keys, for the Job that creates its
+/// user.
+fn minio_init_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    let Some((user, key)) = owned.robot.and_then(|r| r.minio.as_ref()) else { return Vec::new() };
+    // `mc`'s words for an access key and a secret key: user name and password.
+    let data = [
+        ("username".to_owned(), Zeroizing::new(user.as_bytes().to_vec())),
+        ("password".to_owned(), Zeroizing::new(key.as_bytes().to_vec())),
+    ];
+    vec![secret(owned, owned.robot_names.minio_secret.clone(), "kubernetes.io/basic-auth", data.into_iter().collect())]
+}
+
+/// What a server's db-init Job prepares, per database the tenant runs: its targets
+/// (`<read-write Service>:<owner Secret>`, and for a personal robot `:<its role's Secret>`) and
+/// the Secrets it mounts.
+fn db_targets(namespace: &str, tenant: &TenantSpec, robot: Option<&RobotNames>) -> (Vec<String>, Vec<String>) {
+    let mut targets = Vec::new();
+    let mut secrets = Vec::new();
+    for (enabled, database) in [(tenant.postgresql.enabled, Database::Postgresql), (tenant.timescaledb.enabled, Database::Timescaledb)] {
+        if !enabled {
             continue;
         }
-        let mut secrets = Vec::new();
-        if definition.name == "config" {
-            let secret = |suffix: &str, data: BTreeMap<String, Zeroizing<Vec<u8>>>| PlainSecret {
-                name: format!("{name}-{suffix}"),
-                namespace: namespace.to_owned(),
-                kind: "Opaque".to_owned(),
-                data,
-                ..PlainSecret::default()
-            };
-            if !secret_data.is_empty() {
-                secrets.push(secret("secret", secret_data.clone()));
+        let (service, owner) = (names::database_service(namespace, database), names::database_owner_secret(namespace, database));
+        match robot {
+            Some(robot) => {
+                let role_secret = robot.role_secret(database);
+                targets.push(format!("{service}:{owner}:{role_secret}"));
+                secrets.extend([owner, role_secret.to_owned()]);
             }
-            let mut confz_data = BTreeMap::new();
-            confz_data.insert("config.toml".to_owned(), Zeroizing::new(confz.as_bytes().to_vec()));
-            secrets.push(secret("confz", confz_data));
+            None => {
+                targets.push(format!("{service}:{owner}"));
+                secrets.push(owner);
+            }
         }
-        // The personal robot's MinIO keys, for the Job that creates its user.
-        if let ("minio-init", Some((user, key))) = (definition.name, robot_minio) {
-            let mut data = BTreeMap::new();
-            // `mc`'s words for an access key and a secret key: user name and password.
-            data.insert("username".to_owned(), Zeroizing::new(user.as_bytes().to_vec()));
-            data.insert("password".to_owned(), Zeroizing::new(key.as_bytes().to_vec()));
-            secrets.push(PlainSecret {
-                name: robot_names["minio_secret"].as_str().unwrap_or_default().to_owned(),
-                namespace: namespace.to_owned(),
-                kind: "kubernetes.io/basic-auth".to_owned(),
-                data,
-                ..PlainSecret::default()
-            });
-        }
-        let template = format!("server/{}.yaml", definition.name);
-        components.push(context.namespaced_component(
-            frame,
-            namespace,
-            id,
-            &template,
-            &values,
-            server.locate("metadata.name"),
-            secrets,
-            "10m",
-        ));
     }
+    (targets, secrets)
 }
 
 /// The statements of a personal robot's db-init Job, per database: `grant` and `revoke` run as
@@ -344,13 +437,6 @@ pub fn bucket_policy(bucket: &str) -> String {
     .to_string()
 }
 
-/// The server's bucket: its own, named after it. Bucket names need 3 characters; a shorter
-/// server name gets `.robot`, which no server name (a DNS label, no dots) can collide with.
-#[must_use]
-pub fn bucket(server: &str) -> String {
-    if server.len() < 3 { format!("{server}.robot") } else { server.to_owned() }
-}
-
 /// The ConfigMap data: `configData`, with the injected keys, which win over configData. The cache directory
 /// always wins; in a personal namespace the schema defaults to the server name with `-` -> `_`.
 #[must_use]
@@ -363,118 +449,6 @@ pub fn config_data(server: &str, spec: &ServerSpec, tenant: &TenantSpec) -> BTre
         data.entry(DB_SCHEMA_KEY.to_owned()).or_insert_with(|| server.replace('-', "_"));
     }
     data
-}
-
-/// `config.toml`: the connection details of the middleware the tenant enables,
-/// with `confzData` deep-merged over it (tables merge, other values replace).
-///
-/// # Errors
-///
-/// `confzData` that is not TOML (validation reports it first, with its line).
-pub fn confz(server: &str, namespace: &str, spec: &ServerSpec, credentials: &Credentials) -> Result<Zeroizing<String>, String> {
-    use toml::{Table, Value};
-    let mut table = Table::new();
-    let section = |entries: Vec<(&str, Value)>| Value::Table(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
-    let text = |s: &str| Value::String(s.to_owned());
-    // A personal robot connects as its own role (and its `schema`), never as the owner; an
-    // enterprise robot as `app_user`.
-    let robot = credentials.robots.get(server);
-    let database = |cluster: &str, shared: &Option<Zeroizing<String>>, own: fn(&tenant::Robot) -> &Option<Zeroizing<String>>| {
-        // Only when the tenant runs that database.
-        shared.as_ref()?;
-        let (user, password, schema) = match robot {
-            Some(robot) => (robot.role.as_str(), own(robot).as_ref()?, Some(robot.schema.as_str())),
-            None => (DATABASE_USER, shared.as_ref()?, None),
-        };
-        let mut entries = vec![
-            ("host", text(&format!("{namespace}-{cluster}-rw"))),
-            ("port", Value::Integer(5432)),
-            ("user", text(user)),
-            ("password", text(password)),
-            ("dbname", text(namespace)),
-        ];
-        entries.extend(schema.map(|schema| ("schema", text(schema))));
-        Some(section(entries))
-    };
-    if let Some(postgresql) = database("pg", &credentials.postgresql, |r| &r.postgresql) {
-        table.insert("postgresql".into(), postgresql);
-    }
-    if let Some(timescaledb) = database("ts", &credentials.timescaledb, |r| &r.timescaledb) {
-        table.insert("timescaledb".into(), timescaledb);
-    }
-    if let Some(password) = &credentials.redis {
-        table.insert(
-            "redis".into(),
-            section(vec![
-                ("host", text(&format!("redis.{namespace}.svc.cluster.local"))),
-                ("port", Value::Integer(6379)),
-                ("password", text(password)),
-            ]),
-        );
-    }
-    if let Some((user, password)) = &credentials.rabbitmq {
-        table.insert(
-            "celery".into(),
-            section(vec![("broker_url", text(&broker_url(user, password, &format!("rabbitmq.{namespace}.svc.cluster.local"), "/")))]),
-        );
-    }
-    // A personal robot gets its own MinIO user (limited to its bucket), never the root key.
-    let minio = match robot {
-        Some(robot) => credentials.minio.as_ref().and(robot.minio.as_ref()).map(|(user, key)| (user.as_str(), key)),
-        None => credentials.minio.as_ref().map(|(user, password)| (user.as_str(), password)),
-    };
-    if let Some((user, password)) = minio {
-        table.insert(
-            "cos".into(),
-            section(vec![
-                ("host", text(&format!("minio.{namespace}.svc.cluster.local"))),
-                // The operator's `minio` Service: port 80 -> 9000 (no TLS), docs/components.md.
-                ("port", Value::Integer(80)),
-                ("access_key", text(user)),
-                ("secret_key", text(password)),
-                ("bucket", text(&bucket(server))),
-            ]),
-        );
-    }
-    if !spec.confz_data.trim().is_empty() {
-        let overrides: Table = spec.confz_data.parse().map_err(|e: toml::de::Error| format!("invalid TOML: {}", e.message()))?;
-        merge(&mut table, overrides);
-    }
-    toml::to_string(&table).map(Zeroizing::new).map_err(|e| format!("cannot write config.toml: {e}"))
-}
-
-/// Deep merge: tables merge key by key, anything else replaces.
-fn merge(base: &mut toml::Table, overrides: toml::Table) {
-    for (key, value) in overrides {
-        match (base.get_mut(&key), value) {
-            (Some(toml::Value::Table(lower)), toml::Value::Table(upper)) => merge(lower, upper),
-            (_, value) => {
-                base.insert(key, value);
-            }
-        }
-    }
-}
-
-/// `amqp://user:password@host:5672/vhost`, user, password and vhost percent-encoded; the default
-/// vhost `/` is written as the empty path (`…:5672/`), the form the robot's config expects.
-#[must_use]
-pub fn broker_url(user: &str, password: &str, host: &str, vhost: &str) -> String {
-    let vhost = if vhost == "/" { String::new() } else { percent_encode(vhost) };
-    format!("amqp://{}:{}@{host}:5672/{vhost}", percent_encode(user), percent_encode(password))
-}
-
-/// Percent-encodes everything but RFC 3986 unreserved characters.
-#[must_use]
-pub fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 /// A checksum of everything the workers read, so a changed config rolls them. Keyed with the
@@ -510,78 +484,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn broker_urls_percent_encode_user_password_and_vhost() {
-        assert_eq!(
-            broker_url("app", "p@ss/w:rd#%", "rabbitmq.ns.svc.cluster.local", "/"),
-            "amqp://app:p%40ss%2Fw%3Ard%23%25@rabbitmq.ns.svc.cluster.local:5672/"
-        );
-        assert_eq!(broker_url("a b", "x", "h", "tenant/a"), "amqp://a%20b:x@h:5672/tenant%2Fa");
-    }
-
-    #[test]
-    fn confz_merges_tables_and_replaces_values() {
-        let credentials = Credentials {
-            postgresql: Some(Zeroizing::new("pg".into())),
-            redis: Some(Zeroizing::new("rd".into())),
-            ..Credentials::default()
-        };
-        let spec = ServerSpec { confz_data: "[postgresql]\nport = 6432\n[robot]\nname = \"x\"\n".into(), ..Default::default() };
-        let text = confz("bot", "ns", &spec, &credentials).unwrap();
-        let table: toml::Table = text.parse().unwrap();
-        assert_eq!(table["postgresql"]["port"].as_integer(), Some(6432));
-        assert_eq!(table["postgresql"]["host"].as_str(), Some("ns-pg-rw"), "other keys of a merged table stay");
-        assert_eq!(table["postgresql"]["password"].as_str(), Some("pg"));
-        assert_eq!(table["redis"]["host"].as_str(), Some("redis.ns.svc.cluster.local"));
-        assert_eq!(table["robot"]["name"].as_str(), Some("x"));
-        assert!(
-            !table.contains_key("celery") && !table.contains_key("cos") && !table.contains_key("timescaledb"),
-            "only enabled middleware"
-        );
-        assert_eq!(text, confz("bot", "ns", &spec, &credentials).unwrap(), "deterministic");
-    }
-
-    fn robot() -> tenant::Robot {
-        tenant::Robot {
-            role: "robot_my_bot".into(),
-            schema: "my_bot".into(),
-            postgresql: Some(Zeroizing::new("own-pg".into())),
-            timescaledb: None,
-            minio: Some(("robot-my-bot".into(), Zeroizing::new("own-key".into()))),
-        }
-    }
-
-    #[test]
-    fn a_personal_robot_connects_with_its_own_credentials_only() {
-        let mut credentials = Credentials {
-            postgresql: Some(Zeroizing::new("owner-pg".into())),
-            timescaledb: Some(Zeroizing::new("owner-ts".into())),
-            minio: Some((Zeroizing::new("root".into()), Zeroizing::new("root-password".into()))),
-            ..Credentials::default()
-        };
-        credentials.robots.insert("my-bot".into(), robot());
-        let text = confz("my-bot", "personal-x", &ServerSpec::default(), &credentials).unwrap();
-        let table: toml::Table = text.parse().unwrap();
-        assert_eq!(table["postgresql"]["user"].as_str(), Some("robot_my_bot"));
-        assert_eq!(table["postgresql"]["password"].as_str(), Some("own-pg"));
-        assert_eq!(table["postgresql"]["schema"].as_str(), Some("my_bot"));
-        assert_eq!(table["postgresql"]["dbname"].as_str(), Some("personal-x"));
-        assert_eq!(table["cos"]["access_key"].as_str(), Some("robot-my-bot"));
-        assert_eq!(table["cos"]["secret_key"].as_str(), Some("own-key"));
-        assert!(!table.contains_key("timescaledb"), "no role of its own there: never the owner's instead");
-        for shared in ["owner-pg", "owner-ts", "root-password", DATABASE_USER] {
-            assert!(!text.contains(shared), "{shared} in {}", text.as_str());
-        }
-        // A server without an entry (an enterprise one) connects as the owner, as before.
-        let table: toml::Table = confz("other", "personal-x", &ServerSpec::default(), &credentials).unwrap().parse().unwrap();
-        assert_eq!(table["postgresql"]["user"].as_str(), Some(DATABASE_USER));
-        assert_eq!(table["timescaledb"]["password"].as_str(), Some("owner-ts"));
-        assert_eq!(table["cos"]["access_key"].as_str(), Some("root"));
-        assert!(table["postgresql"].get("schema").is_none());
-    }
-
-    #[test]
     fn robot_statements_quote_names_and_take_back_what_they_lend() {
-        let sql = robot_sql("personal-x", &robot());
+        let sql = robot_sql("personal-x", &super::super::confz::tests::robot());
         assert!(sql.grant.starts_with("REVOKE CREATE ON SCHEMA public FROM PUBLIC;\n"), "{}", sql.grant);
         assert!(sql.grant.contains("GRANT CONNECT, CREATE ON DATABASE \"personal-x\" TO \"robot_my_bot\";"), "{}", sql.grant);
         assert!(sql.grant.contains("nspname = 'my_bot'") && sql.grant.contains("GRANT USAGE, CREATE ON SCHEMA \"my_bot\""));

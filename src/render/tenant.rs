@@ -4,12 +4,14 @@
 
 use super::cluster::ARGOCD_NAMESPACE;
 use super::graph::{Graph, Member};
+use super::names::{self, Database, NamespaceNames, RobotNames};
 use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
 use crate::spec::check::tenant_namespace;
 use crate::spec::model::{ClusterSpec, SecretSource, ServerSpec, TenantSpec, TenantType};
 use crate::spec::{Object, Spec};
-use serde_json::{Value as Json, json};
+use serde::Serialize;
+use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 use zeroize::Zeroizing;
 
@@ -53,43 +55,78 @@ pub fn units<'a>(spec: &'a Spec, cluster: &str) -> Vec<Unit<'a>> {
 }
 
 /// A tenant component: name, tenant components it waits for, cluster components it waits for
-/// (when the cluster renders them), and whether the tenant turns it on.
+/// (when the cluster renders them), whether the tenant turns it on, and its Secrets.
 struct Definition {
     name: &'static str,
     after: &'static [&'static str],
     after_cluster: &'static [&'static str],
     enabled: fn(&ClusterSpec, &TenantSpec) -> bool,
+    /// The Secrets it carries (sealed later, never templated).
+    secrets: fn(&Owned<'_>) -> Vec<PlainSecret>,
+}
+
+/// What a tenant component's Secrets are made from.
+struct Owned<'a> {
+    namespace: &'a str,
+    credentials: &'a Credentials,
+    pull: Option<&'a PlainSecret>,
 }
 
 const DEFINITIONS: &[Definition] = &[
     // NB: after istiod, so that no pod of the namespace (which has `istio-injection: enabled`)
     // starts before the injection webhook exists and runs without its sidecar.
-    Definition { name: "namespace", after: &[], after_cluster: &["istiod"], enabled: |_, _| true },
-    Definition { name: "mesh-policy", after: &["namespace"], after_cluster: &["istiod"], enabled: |c, _| c.istio.enabled },
-    Definition { name: "postgresql", after: &["namespace"], after_cluster: &["cnpg-operator"], enabled: |_, t| t.postgresql.enabled },
-    Definition { name: "timescaledb", after: &["postgresql"], after_cluster: &["cnpg-operator"], enabled: |_, t| t.timescaledb.enabled },
-    Definition { name: "redis", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.redis.enabled },
-    Definition { name: "minio", after: &["namespace"], after_cluster: &["minio-operator"], enabled: |_, t| t.minio.enabled },
-    Definition { name: "rabbitmq", after: &["namespace"], after_cluster: &["rabbitmq-operator"], enabled: |_, t| t.rabbitmq.enabled },
-    Definition { name: "jaeger", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.jaeger.enabled },
-    Definition { name: "prometheus", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.prometheus.enabled },
+    Definition { name: "namespace", after: &[], after_cluster: &["istiod"], enabled: |_, _| true, secrets: pull_copy },
+    Definition { name: "mesh-policy", after: &["namespace"], after_cluster: &["istiod"], enabled: |c, _| c.istio.enabled, secrets: none },
+    Definition {
+        name: "postgresql",
+        after: &["namespace"],
+        after_cluster: &["cnpg-operator"],
+        enabled: |_, t| t.postgresql.enabled,
+        secrets: postgresql_secrets,
+    },
+    Definition {
+        name: "timescaledb",
+        after: &["postgresql"],
+        after_cluster: &["cnpg-operator"],
+        enabled: |_, t| t.timescaledb.enabled,
+        secrets: timescaledb_secrets,
+    },
+    Definition { name: "redis", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.redis.enabled, secrets: redis_secrets },
+    Definition {
+        name: "minio",
+        after: &["namespace"],
+        after_cluster: &["minio-operator"],
+        enabled: |_, t| t.minio.enabled,
+        secrets: minio_secrets,
+    },
+    Definition {
+        name: "rabbitmq",
+        after: &["namespace"],
+        after_cluster: &["rabbitmq-operator"],
+        enabled: |_, t| t.rabbitmq.enabled,
+        secrets: rabbitmq_secrets,
+    },
+    Definition { name: "jaeger", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.jaeger.enabled, secrets: none },
+    Definition { name: "prometheus", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.prometheus.enabled, secrets: none },
     Definition {
         name: "billing-token",
         after: &["namespace"],
         after_cluster: &["billing-store"],
         enabled: |c, t| c.billing.enabled && t.otel_collector.enabled,
+        secrets: none,
     },
     Definition {
         name: "otel-collector",
         after: &["namespace", "jaeger", "billing-token"],
         after_cluster: &[],
         enabled: |_, t| t.otel_collector.enabled,
+        secrets: none,
     },
-    Definition { name: "grafana", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.grafana.enabled },
-    Definition { name: "vector", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.vector.enabled },
-    Definition { name: "shared-cache", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.shared_cache.enabled },
-    Definition { name: "front", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.front.enabled },
-    Definition { name: "utils", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.utils.enabled },
+    Definition { name: "grafana", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.grafana.enabled, secrets: grafana_secrets },
+    Definition { name: "vector", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.vector.enabled, secrets: none },
+    Definition { name: "shared-cache", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.shared_cache.enabled, secrets: none },
+    Definition { name: "front", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.front.enabled, secrets: none },
+    Definition { name: "utils", after: &["namespace"], after_cluster: &[], enabled: |_, t| t.utils.enabled, secrets: none },
 ];
 
 /// The id of a tenant component.
@@ -109,57 +146,6 @@ pub fn extend_graph(graph: &mut Graph, cluster: &ClusterSpec, units: &[Unit<'_>]
         });
         graph.add_group(members, |name| component_id(&unit.namespace, name));
     }
-}
-
-/// Names of a namespace's credential Secrets and clusters.
-#[must_use]
-pub fn names(namespace: &str) -> Json {
-    json!({
-        "pg_cluster": format!("{namespace}-pg"),
-        "pg_secret": format!("{namespace}-pg-credentials"),
-        "ts_cluster": format!("{namespace}-ts"),
-        "ts_secret": format!("{namespace}-ts-credentials"),
-        "redis_secret": format!("{namespace}-redis-credentials"),
-        "minio_env": format!("{namespace}-minio-env"),
-        "rabbitmq_secret": format!("{namespace}-rabbitmq-credentials"),
-        "grafana_admin": format!("{namespace}-grafana-admin"),
-    })
-}
-
-/// Names of a personal robot's own credentials: its PostgreSQL role (the same in the PostgreSQL
-/// and the TimescaleDB cluster), the sealed `kubernetes.io/basic-auth` Secrets CNPG sets its
-/// passwords from, its MinIO user (also the name of its policy) and the Secret the MinIO init Job
-/// reads its keys from.
-#[must_use]
-pub fn robot_names(server: &str) -> Json {
-    json!({
-        "role": robot_role(server),
-        "pg_secret": robot_role_secret(server, "pg"),
-        "ts_secret": robot_role_secret(server, "ts"),
-        "minio_user": robot_minio_user(server),
-        "minio_secret": format!("{server}-minio-user"),
-    })
-}
-
-/// The Secret of a personal robot's role in the PostgreSQL (`pg`) or TimescaleDB (`ts`) cluster.
-#[must_use]
-pub fn robot_role_secret(server: &str, cluster: &str) -> String {
-    format!("{server}-{cluster}-role")
-}
-
-/// A personal robot's MinIO user (its access key), and the name of its bucket policy.
-#[must_use]
-pub fn robot_minio_user(server: &str) -> String {
-    format!("robot-{server}")
-}
-
-/// A personal robot's PostgreSQL role: `robot_` and the server name with `-` -> `_`. The prefix
-/// keeps it clear of `app_user`, of CNPG's `postgres` and `streaming_replica` and of the reserved
-/// `pg_` and `cnpg_` prefixes; a server name (at most 50 characters) keeps it under PostgreSQL's
-/// 63.
-#[must_use]
-pub fn robot_role(server: &str) -> String {
-    format!("robot_{}", server.replace('-', "_"))
 }
 
 /// A personal robot's own credentials (docs/render.md, "Isolation model"). Enterprise robots
@@ -209,72 +195,110 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
+/// The values of the tenant templates (`templates/tenant/*.yaml`), over the cluster's shared
+/// values; `docs/templates.md` describes each key.
+#[derive(Serialize)]
+struct TenantValues<'a> {
+    namespace: &'a str,
+    database: &'a str,
+    names: NamespaceNames,
+    istio: bool,
+    ingress_principal: &'static str,
+    monitoring_namespaces: &'static [&'static str],
+    platform_namespaces: Vec<String>,
+    pull_secret: &'a str,
+    redis_checksum: String,
+    robots: Vec<RobotValues>,
+    tenant: TenantInfo<'a>,
+}
+
+/// A personal robot, for the managed roles of its namespace's database clusters.
+#[derive(Serialize)]
+struct RobotValues {
+    #[serde(flatten)]
+    names: RobotNames,
+    server: String,
+    postgresql: bool,
+    timescaledb: bool,
+}
+
+/// The tenant whose spec renders the namespace.
+#[derive(Serialize)]
+struct TenantInfo<'a> {
+    name: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    tenants: Vec<&'a str>,
+    /// Its spec as written (camelCase), credential fields removed.
+    spec: Json,
+}
+
 /// Renders the components of one namespace. Returns its middleware credentials.
 pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'_>, components: &mut Vec<Component>) -> Credentials {
-    let Frame { cluster, graph, pull, engine_namespace, .. } = *frame;
-    let cluster_name = cluster.name();
+    let namespace = unit.namespace.as_str();
+    let credentials = credentials(context, frame.cluster.name(), unit);
+    let values = serde_json::to_value(values(context, frame, unit, &credentials)).unwrap_or(Json::Null);
+    let owned = Owned { namespace, credentials: &credentials, pull: frame.pull };
+    for definition in DEFINITIONS {
+        let id = component_id(namespace, definition.name);
+        if !frame.graph.contains(&id) {
+            continue;
+        }
+        let secrets = (definition.secrets)(&owned);
+        let template = format!("tenant/{}.yaml", definition.name);
+        let origin = unit.owner.locate("metadata.name");
+        components.push(context.namespaced_component(frame, namespace, id, &template, &values, origin, secrets, "15m"));
+    }
+    credentials
+}
+
+/// The tenant templates' values of one namespace.
+fn values<'a>(context: &Context<'_>, frame: &Frame<'a>, unit: &'a Unit<'_>, credentials: &Credentials) -> TenantValues<'a> {
     let namespace = unit.namespace.as_str();
     let owner = unit.owner;
-    let spec = &owner.spec;
-    let credentials = credentials(context, cluster_name, unit);
-    let mut tenant_json = serde_json::to_value(spec).unwrap_or(Json::Null);
-    redact(&mut tenant_json);
-    let mut values = json!({});
-    values["namespace"] = json!(namespace);
-    values["database"] = json!(namespace);
-    values["names"] = names(namespace);
-    values["istio"] = json!(cluster.spec.istio.enabled);
-    values["ingress_principal"] = json!(INGRESS_PRINCIPAL);
-    values["monitoring_namespaces"] = json!(MONITORING_NAMESPACES);
-    values["platform_namespaces"] = json!(platform_namespaces(&cluster.spec, engine_namespace));
-    values["pull_secret"] = json!(pull.map_or("", |p| p.name.as_str()));
+    let mut spec = serde_json::to_value(&owner.spec).unwrap_or(Json::Null);
+    redact(&mut spec);
     // A keyed checksum of the Redis password, so rotating it rolls the Redis pod (which reads it
     // only at start) together with the servers. Without a master key there is no key to hide
     // it with, and no checksum.
-    values["redis_checksum"] = json!(match (context.master, &credentials.redis) {
+    let redis_checksum = match (context.master, &credentials.redis) {
         (Some(master), Some(password)) => {
             let binding = crate::secrets::fingerprint::Binding { backend: "checksum", sealer: "", scope: "", namespace, name: "redis" };
             master.fingerprint_key().fingerprint(&binding, "password", password.as_bytes())
         }
         _ => String::new(),
-    });
-    // A personal namespace's robots, for the managed roles of its database clusters.
-    values["robots"] = credentials
+    };
+    let robots = credentials
         .robots
         .iter()
-        .map(|(server, robot)| {
-            let mut names = robot_names(server);
-            names["server"] = json!(server);
-            names["postgresql"] = json!(robot.postgresql.is_some());
-            names["timescaledb"] = json!(robot.timescaledb.is_some());
-            names
+        .map(|(server, robot)| RobotValues {
+            names: RobotNames::new(server),
+            server: server.clone(),
+            postgresql: robot.postgresql.is_some(),
+            timescaledb: robot.timescaledb.is_some(),
         })
         .collect();
-    values["tenant"] = json!({
-        "name": owner.name(),
-        "type": match spec.kind { TenantType::Enterprise => "enterprise", TenantType::Personal => "personal" },
-        "tenants": unit.tenants.iter().map(|t| t.name()).collect::<Vec<_>>(),
-        "spec": tenant_json,
-    });
-    for definition in DEFINITIONS {
-        let id = component_id(namespace, definition.name);
-        if !graph.contains(&id) {
-            continue;
-        }
-        let secrets = secrets(definition.name, namespace, &credentials, pull);
-        let template = format!("tenant/{}.yaml", definition.name);
-        components.push(context.namespaced_component(
-            frame,
-            namespace,
-            id,
-            &template,
-            &values,
-            owner.locate("metadata.name"),
-            secrets,
-            "15m",
-        ));
+    TenantValues {
+        namespace,
+        database: namespace,
+        names: NamespaceNames::new(namespace),
+        istio: frame.cluster.spec.istio.enabled,
+        ingress_principal: INGRESS_PRINCIPAL,
+        monitoring_namespaces: MONITORING_NAMESPACES,
+        platform_namespaces: platform_namespaces(&frame.cluster.spec, frame.engine_namespace),
+        pull_secret: frame.pull.map_or("", |p| p.name.as_str()),
+        redis_checksum,
+        robots,
+        tenant: TenantInfo {
+            name: owner.name(),
+            kind: match owner.spec.kind {
+                TenantType::Enterprise => "enterprise",
+                TenantType::Personal => "personal",
+            },
+            tenants: unit.tenants.iter().map(|t| t.name()).collect(),
+            spec,
+        },
     }
-    credentials
 }
 
 /// Namespaces an enterprise tenant's NetworkPolicy admits besides its own: monitoring, and those
@@ -386,7 +410,7 @@ fn robots(context: &mut Context<'_>, base: &str, unit: &Unit<'_>, credentials: &
             ));
         }
         let path = |part: &str| format!("{base}/servers/{name}/{part}");
-        let mut robot = Robot { role: robot_role(name), schema, ..Robot::default() };
+        let mut robot = Robot { role: names::robot_role(name), schema, ..Robot::default() };
         if spec.postgresql.enabled {
             robot.postgresql = context.secret_text(server, "metadata.name", &generated, &path("postgresql/password"));
         }
@@ -394,7 +418,7 @@ fn robots(context: &mut Context<'_>, base: &str, unit: &Unit<'_>, credentials: &
             robot.timescaledb = context.secret_text(server, "metadata.name", &generated, &path("timescaledb/password"));
         }
         if spec.minio.enabled {
-            let user = robot_minio_user(name);
+            let user = names::robot_minio_user(name);
             if credentials.minio.as_ref().is_some_and(|(root, _)| root.as_str() == user) {
                 context.errors.push(crate::spec::Diagnostic::error(
                     unit.owner.locate("spec.minio.rootUser"),
@@ -425,88 +449,89 @@ fn schema_problem(schema: &str) -> Option<String> {
     reserved.then(|| format!("`{schema}` is a schema the database keeps for itself or shares: a personal robot needs one of its own"))
 }
 
-/// The Secrets of one tenant component (sealed later, never templated).
-fn secrets(component: &str, namespace: &str, credentials: &Credentials, pull: Option<&PlainSecret>) -> Vec<PlainSecret> {
-    let secret = |name: String, kind: &str, data: Vec<(&str, &[u8])>| PlainSecret {
+/// A Secret of a tenant component.
+fn secret(owned: &Owned<'_>, name: String, kind: &str, data: Vec<(&str, &[u8])>) -> PlainSecret {
+    PlainSecret {
         name,
-        namespace: namespace.to_owned(),
+        namespace: owned.namespace.to_owned(),
         kind: kind.to_owned(),
         data: data.into_iter().map(|(k, v)| (k.to_owned(), Zeroizing::new(v.to_vec()))).collect(),
         ..PlainSecret::default()
-    };
-    // A database's Secrets: the owner's credentials, then each personal robot's role (CNPG sets
-    // its password from the Secret named in the Cluster's managed roles: `username` must be the
-    // role).
-    let database = |short: &str, owner: Option<&Zeroizing<String>>, password: fn(&Robot) -> Option<&Zeroizing<String>>| {
-        let owner = owner.map(|p| {
-            secret(
-                format!("{namespace}-{short}-credentials"),
-                "kubernetes.io/basic-auth",
-                vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())],
-            )
-        });
-        let robots = credentials.robots.iter().filter_map(|(server, robot)| {
-            let password = password(robot)?;
-            Some(secret(
-                robot_role_secret(server, short),
-                "kubernetes.io/basic-auth",
-                vec![("username", robot.role.as_bytes()), ("password", password.as_bytes())],
-            ))
-        });
-        owner.into_iter().chain(robots).collect::<Vec<_>>()
-    };
-    match component {
-        "namespace" => pull
-            .map(|pull| {
-                let mut copy = pull.clone();
-                copy.namespace = namespace.to_owned();
-                copy
-            })
-            .into_iter()
-            .collect(),
-        "postgresql" => database("pg", credentials.postgresql.as_ref(), |robot| robot.postgresql.as_ref()),
-        "timescaledb" => database("ts", credentials.timescaledb.as_ref(), |robot| robot.timescaledb.as_ref()),
-        "redis" => credentials
-            .redis
-            .iter()
-            .map(|p| secret(format!("{namespace}-redis-credentials"), "Opaque", vec![("password", p.as_bytes())]))
-            .collect(),
-        "minio" => credentials
-            .minio
-            .iter()
-            .map(|(user, password)| {
-                // NB: MinIO reads `config.env` stripping one pair of outer quotes, with no shell
-                // unquoting; the init Job sources it with `sh`. Both agree on a double-quoted
-                // value free of `"`, `\`, `$`, backticks and line breaks, which
-                // `credentials` guarantees.
-                let env = Zeroizing::new(format!(
-                    "export MINIO_ROOT_USER=\"{}\"\nexport MINIO_ROOT_PASSWORD=\"{}\"\n",
-                    user.as_str(),
-                    password.as_str()
-                ));
-                secret(format!("{namespace}-minio-env"), "Opaque", vec![("config.env", env.as_bytes())])
-            })
-            .collect(),
-        "rabbitmq" => credentials
-            .rabbitmq
-            .iter()
-            .map(|(user, password)| {
-                secret(
-                    format!("{namespace}-rabbitmq-credentials"),
-                    "Opaque",
-                    vec![("username", user.as_bytes()), ("password", password.as_bytes())],
-                )
-            })
-            .collect(),
-        "grafana" => credentials
-            .grafana
-            .iter()
-            .map(|p| {
-                secret(format!("{namespace}-grafana-admin"), "Opaque", vec![("admin-user", b"admin"), ("admin-password", p.as_bytes())])
-            })
-            .collect(),
-        _ => Vec::new(),
     }
+}
+
+/// No Secret.
+fn none(_: &Owned<'_>) -> Vec<PlainSecret> {
+    Vec::new()
+}
+
+/// The `namespace` component's: the image-pull Secret, copied into the namespace.
+fn pull_copy(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    let copy = |pull: &PlainSecret| PlainSecret { namespace: owned.namespace.to_owned(), ..pull.clone() };
+    owned.pull.map(copy).into_iter().collect()
+}
+
+/// A database's Secrets: the owner's credentials, then each personal robot's role (CNPG sets
+/// its password from the Secret named in the Cluster's managed roles: `username` must be the
+/// role).
+fn database_secrets(
+    owned: &Owned<'_>,
+    database: Database,
+    owner: Option<&Zeroizing<String>>,
+    password: fn(&Robot) -> Option<&Zeroizing<String>>,
+) -> Vec<PlainSecret> {
+    let basic_auth = "kubernetes.io/basic-auth";
+    let owner = owner.map(|p| {
+        let data = vec![("username", DATABASE_USER.as_bytes()), ("password", p.as_bytes())];
+        secret(owned, names::database_owner_secret(owned.namespace, database), basic_auth, data)
+    });
+    let robots = owned.credentials.robots.iter().filter_map(|(server, robot)| {
+        let data = vec![("username", robot.role.as_bytes()), ("password", password(robot)?.as_bytes())];
+        Some(secret(owned, names::robot_role_secret(server, database), basic_auth, data))
+    });
+    owner.into_iter().chain(robots).collect()
+}
+
+fn postgresql_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    database_secrets(owned, Database::Postgresql, owned.credentials.postgresql.as_ref(), |robot| robot.postgresql.as_ref())
+}
+
+fn timescaledb_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    database_secrets(owned, Database::Timescaledb, owned.credentials.timescaledb.as_ref(), |robot| robot.timescaledb.as_ref())
+}
+
+fn redis_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    let name = || names::redis_secret(owned.namespace);
+    owned.credentials.redis.iter().map(|p| secret(owned, name(), "Opaque", vec![("password", p.as_bytes())])).collect()
+}
+
+fn minio_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    let env = |(user, password): &(Zeroizing<String>, Zeroizing<String>)| {
+        // NB: MinIO reads `config.env` stripping one pair of outer quotes, with no shell
+        // unquoting; the init Job sources it with `sh`. Both agree on a double-quoted
+        // value free of `"`, `\`, `$`, backticks and line breaks, which
+        // `credentials` guarantees.
+        let env =
+            Zeroizing::new(format!("export MINIO_ROOT_USER=\"{}\"\nexport MINIO_ROOT_PASSWORD=\"{}\"\n", user.as_str(), password.as_str()));
+        secret(owned, names::minio_env_secret(owned.namespace), "Opaque", vec![("config.env", env.as_bytes())])
+    };
+    owned.credentials.minio.iter().map(env).collect()
+}
+
+fn rabbitmq_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    let user = |(user, password): &(Zeroizing<String>, Zeroizing<String>)| {
+        let data = vec![("username", user.as_bytes()), ("password", password.as_bytes())];
+        secret(owned, names::rabbitmq_secret(owned.namespace), "Opaque", data)
+    };
+    owned.credentials.rabbitmq.iter().map(user).collect()
+}
+
+fn grafana_secrets(owned: &Owned<'_>) -> Vec<PlainSecret> {
+    let admin = |p: &Zeroizing<String>| {
+        let data = vec![("admin-user", &b"admin"[..]), ("admin-password", p.as_bytes())];
+        secret(owned, names::grafana_admin_secret(owned.namespace), "Opaque", data)
+    };
+    owned.credentials.grafana.iter().map(admin).collect()
 }
 
 /// Whether a value reads the same in MinIO's `config.env` parser and in `sh` when written as
@@ -564,18 +589,5 @@ mod tests {
             assert!(schema_problem(bad).is_some(), "{bad:?}");
         }
         assert!(schema_problem(&long[..63]).is_none());
-    }
-
-    #[test]
-    fn robot_names_keep_clear_of_the_reserved_ones() {
-        assert_eq!(robot_role("my-bot"), "robot_my_bot");
-        assert_eq!(robot_role("postgres"), "robot_postgres");
-        assert_eq!(robot_role("pg-x"), "robot_pg_x");
-        assert!(robot_role(&"a".repeat(50)).len() <= 63);
-        let names = robot_names("my-bot");
-        assert_eq!(names["pg_secret"], "my-bot-pg-role");
-        assert_eq!(names["ts_secret"], "my-bot-ts-role");
-        assert_eq!(names["minio_user"], "robot-my-bot");
-        assert_eq!(names["minio_secret"], "my-bot-minio-user");
     }
 }

@@ -301,7 +301,6 @@ mod tests {
                 .into_iter()
                 .map(|(id, objects)| Component {
                     id: id.into(),
-                    name: format!("c-{id}"),
                     depends_on: Vec::new(),
                     depth: 0,
                     objects,
