@@ -1,8 +1,8 @@
 //! Template output is data: every rendered document is parsed back and checked before it is
 //! accepted (the whole tree is checked once more when it is laid out, `crate::tree::build`).
 
+use super::names::{CLUSTER_LABEL, COMPONENT, MANAGED_BY, PART_OF};
 use super::resource::{Resource, is_cluster_scoped};
-use super::{CLUSTER_LABEL, COMPONENT, MANAGED_BY, PART_OF};
 use crate::spec::yaml;
 use serde_json::{Map, Value as Json};
 use std::collections::BTreeSet;

@@ -1,11 +1,12 @@
 //! The cluster-level components: what a TFRCluster installs, and what each waits for.
 
 use super::check::Scope;
+use super::engine::{Context, Frame, add_secret_labels, labels};
 use super::graph::{Graph, Member};
 use super::operator;
 use super::values::{IngressValues, ingress_values, shared_values};
-use super::{Component, Context, Frame, RenderedCluster, labels, server, tenant};
-use crate::secrets::{PlainSecret, Scope as SealScope};
+use super::{Component, RenderedCluster, server, tenant};
+use crate::secrets::PlainSecret;
 use crate::spec::model::{ClusterSpec, GitopsEngine};
 use crate::spec::{Object, Spec};
 use base64::Engine as _;
@@ -15,23 +16,9 @@ use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};
 use zeroize::Zeroizing;
 
-/// Namespace of Flux's own objects (Kustomizations, HelmReleases, sources).
-pub const FLUX_NAMESPACE: &str = "flux-system";
-/// Namespace of Argo CD's Applications.
-pub const ARGOCD_NAMESPACE: &str = "argocd";
-/// Argo CD project of every Application.
-pub const ARGOCD_PROJECT: &str = "default";
-/// Namespace of the External Secrets Operator and the billing identity's Secret.
-pub const BILLING_NAMESPACE: &str = "external-secrets";
-/// The ClusterSecretStore billing tokens are read through.
-pub const BILLING_STORE: &str = "tfrs-otlp-infisical";
-/// The Secret holding the read-only machine identity External Secrets signs in to Infisical with.
-pub const BILLING_AUTH_SECRET: &str = "tfrs-otlp-infisical-auth-source";
-/// The Secret each tenant namespace's collector reads the token from.
-pub const BILLING_TOKEN_SECRET: &str = "tfrs-otlp-token";
-
-/// The cluster Gateway (in `istio-ingress`) that every route binds to.
-pub const GATEWAY: &str = "tfrs-gateway";
+pub use super::names::{
+    ARGOCD_NAMESPACE, ARGOCD_PROJECT, BILLING_AUTH_SECRET, BILLING_NAMESPACE, BILLING_STORE, BILLING_TOKEN_SECRET, FLUX_NAMESPACE, GATEWAY,
+};
 
 /// A cluster component: its name, what it waits for (the edges `docs/components.md` explains), and
 /// whether the spec turns it on. Listed dependencies-first; the graph refuses anything else.
@@ -445,17 +432,6 @@ fn billing_secret(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> O
         data,
         ..PlainSecret::default()
     })
-}
-
-pub(crate) fn add_secret_labels(secret: &mut PlainSecret, cluster: &str, component: &str) {
-    if let Json::Object(map) = labels(cluster, component) {
-        for (key, value) in map {
-            if let Json::String(value) = value {
-                secret.labels.entry(key).or_insert(value);
-            }
-        }
-    }
-    secret.scope = SealScope::Strict;
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! component (from `templates/gitops/`), and for Argo CD the health check of its Applications.
 
 use super::check::Scope;
-use super::cluster::{ARGOCD_NAMESPACE, FLUX_NAMESPACE};
-use super::{Component, Context, Resource, labels};
+use super::engine::{Context, Done, labels, render_unit};
+use super::names::{ARGOCD_NAMESPACE, FLUX_NAMESPACE};
+use super::{Component, Resource};
 use crate::layout;
 use crate::spec::Object;
 use crate::spec::model::{ClusterSpec, GitopsEngine};
@@ -55,7 +56,7 @@ pub(crate) fn gitops_objects(
     let labels = labels(name, "gitops");
     let (env, memo) = (context.env, context.memo);
     let dir = layout::gitops_dir(name);
-    let done: Vec<super::Done> = components
+    let done: Vec<Done> = components
         .par_iter()
         .map(|component| {
             let own = json!({
@@ -74,7 +75,7 @@ pub(crate) fn gitops_objects(
                 },
             });
             let key = format!("{name}/gitops/{}", component.id);
-            super::render_unit(env, memo, key, &dir, template, &own, Some((&base, values_digest)), &scope, origin)
+            render_unit(env, memo, key, &dir, template, &own, Some((&base, values_digest)), &scope, origin)
         })
         .collect();
     let mut out = Vec::new();

@@ -7,6 +7,8 @@
 //! Changing one of these renames a live object: the old one is pruned and whatever relied on the
 //! old name breaks until it follows.
 
+use crate::spec::Object;
+use crate::spec::model::ServerSpec;
 use serde::Serialize;
 
 /// A tenant database: PostgreSQL or TimescaleDB (both CNPG clusters).
@@ -334,6 +336,43 @@ impl RobotNames {
         }
     }
 }
+
+/// The host a server answers on: `spec.host`, or `<server>.<tenant>.<domain>`.
+#[must_use]
+pub fn host(server: &Object<ServerSpec>, domain: &str) -> String {
+    if server.spec.host.is_empty() { default_host(server.name(), &server.spec.tenant, domain) } else { server.spec.host.clone() }
+}
+
+// The cluster-wide names every component shares.
+
+/// Namespace of Flux's own objects (Kustomizations, HelmReleases, sources).
+pub const FLUX_NAMESPACE: &str = "flux-system";
+/// Namespace of Argo CD's Applications.
+pub const ARGOCD_NAMESPACE: &str = "argocd";
+/// Argo CD project of every Application.
+pub const ARGOCD_PROJECT: &str = "default";
+/// Namespace of the External Secrets Operator and the billing identity's Secret.
+pub const BILLING_NAMESPACE: &str = "external-secrets";
+/// The ClusterSecretStore billing tokens are read through.
+pub const BILLING_STORE: &str = "tfrs-otlp-infisical";
+/// The Secret holding the read-only machine identity External Secrets signs in to Infisical with.
+pub const BILLING_AUTH_SECRET: &str = "tfrs-otlp-infisical-auth-source";
+/// The Secret each tenant namespace's collector reads the token from.
+pub const BILLING_TOKEN_SECRET: &str = "tfrs-otlp-token";
+
+/// The cluster Gateway (in `istio-ingress`) that every route binds to.
+pub const GATEWAY: &str = "tfrs-gateway";
+
+// The labels every object carries (their keys).
+
+/// Label every object carries: who manages it.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "tfrs");
+/// Label every object carries: what it belongs to.
+pub const PART_OF: &str = "app.kubernetes.io/part-of";
+/// Label naming the component an object belongs to.
+pub const COMPONENT: &str = "app.kubernetes.io/component";
+/// Label naming the cluster an object belongs to.
+pub const CLUSTER_LABEL: &str = "tfrs.turingfocus.cn/cluster";
 
 #[cfg(test)]
 mod tests {

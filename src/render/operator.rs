@@ -1,9 +1,9 @@
 //! The tfrs-operator component's chart settings: the spec's, or the render-time `OPERATOR_*`
 //! overrides, each checked; with Flux, the sealed values Secret carrying `imageCredentials`.
 
-use super::Context;
-use super::cluster::FLUX_NAMESPACE;
+use super::engine::Context;
 use super::names;
+use super::names::FLUX_NAMESPACE;
 use crate::secrets::PlainSecret;
 use crate::spec::Object;
 use crate::spec::model::{ClusterSpec, GitopsEngine};

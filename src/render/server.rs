@@ -1,13 +1,14 @@
 //! The server-level components: per TFRServer its configuration
 //! (ConfigMap, `<server>-secret`, `<server>-confz`), init Jobs and both workers.
 
+use super::Component;
 pub use super::confz::{broker_url, confz, percent_encode};
+use super::engine::{Context, Frame};
 use super::graph::{Graph, Member};
 use super::names::{self, Database, NamespaceNames, RobotNames, ServerNames};
 use super::tenant::{self, Credentials, DATABASE_USER, Unit};
-use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
-use crate::spec::model::{ServerSpec, TenantSpec, TenantType};
+use crate::spec::model::{ServerSpec, TenantSpec};
 use crate::spec::{Object, Spec};
 use serde::Serialize;
 use serde_json::{Value as Json, json};
@@ -15,12 +16,7 @@ use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use zeroize::Zeroizing;
 
-/// Where both workers find `config.toml`.
-pub const CONFZ_DIR: &str = crate::spec::check::CONFZ_DIR;
-/// The injected key that always wins over configData: the shared cache directory.
-pub const IMAGES_DIR_KEY: &str = "TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR";
-/// The per-robot schema key (personal namespaces default it).
-pub const DB_SCHEMA_KEY: &str = "TFS_ROBOT__DB_SCHEMA";
+pub use super::config::{CONFZ_DIR, DB_SCHEMA_KEY, IMAGES_DIR_KEY, config_data};
 
 /// The servers of one namespace, by name.
 #[must_use]
@@ -102,12 +98,6 @@ pub fn extend_graph(graph: &mut Graph, spec: &Spec, units: &[Unit<'_>]) {
             graph.add_group(members, |name| component_id(&unit.namespace, server.name(), name));
         }
     }
-}
-
-/// The host a server answers on: `spec.host`, or `<server>.<tenant>.<domain>`.
-#[must_use]
-pub fn host(server: &Object<ServerSpec>, domain: &str) -> String {
-    if server.spec.host.is_empty() { names::default_host(server.name(), &server.spec.tenant, domain) } else { server.spec.host.clone() }
 }
 
 /// The values of the server templates (`templates/server/*.yaml`), over the cluster's shared
@@ -251,7 +241,7 @@ fn values<'a>(
         istio: frame.cluster.spec.istio.enabled,
         pull_secret: frame.pull.map_or("", |p| p.name.as_str()),
         server: ServerInfo { name, tenant: &spec.tenant, names: ServerNames::new(name, namespace), spec: server_json },
-        host: host(server, &frame.cluster.spec.ingress.domain),
+        host: names::host(server, &frame.cluster.spec.ingress.domain),
         config_data: &owned.config_data,
         has_secret_data: !owned.secret_data.is_empty(),
         cache_dir: if tenant.shared_cache.enabled { tenant.shared_cache.cache_dir.as_str() } else { "" },
@@ -437,20 +427,6 @@ pub fn bucket_policy(bucket: &str) -> String {
     .to_string()
 }
 
-/// The ConfigMap data: `configData`, with the injected keys, which win over configData. The cache directory
-/// always wins; in a personal namespace the schema defaults to the server name with `-` -> `_`.
-#[must_use]
-pub fn config_data(server: &str, spec: &ServerSpec, tenant: &TenantSpec) -> BTreeMap<String, String> {
-    let mut data = spec.config_data.clone();
-    if tenant.shared_cache.enabled {
-        data.insert(IMAGES_DIR_KEY.to_owned(), tenant.shared_cache.cache_dir.clone());
-    }
-    if tenant.kind == TenantType::Personal {
-        data.entry(DB_SCHEMA_KEY.to_owned()).or_insert_with(|| server.replace('-', "_"));
-    }
-    data
-}
-
 /// A checksum of everything the workers read, so a changed config rolls them. Keyed with the
 /// master key's fingerprint key when there is one (it covers secret values); without a master
 /// key only the ConfigMap counts.
@@ -482,6 +458,7 @@ fn checksum(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::model::TenantType;
 
     #[test]
     fn robot_statements_quote_names_and_take_back_what_they_lend() {

@@ -2,10 +2,11 @@
 //! rendered once per tenant namespace: personal tenants of one function share
 //! `personal-<function>` and its middleware (validation guarantees they agree).
 
-use super::cluster::ARGOCD_NAMESPACE;
+use super::Component;
+use super::engine::{Context, Frame};
 use super::graph::{Graph, Member};
+use super::names::ARGOCD_NAMESPACE;
 use super::names::{self, Database, NamespaceNames, RobotNames};
-use super::{Component, Context, Frame};
 use crate::secrets::PlainSecret;
 use crate::spec::check::tenant_namespace;
 use crate::spec::model::{ClusterSpec, SecretSource, ServerSpec, TenantSpec, TenantType};
@@ -386,7 +387,7 @@ fn credentials(context: &mut Context<'_>, cluster: &str, unit: &Unit<'_>) -> Cre
 /// `cluster/<cluster>/namespace/<namespace>/servers/<server>/<component>/<field>` (always
 /// generated: a server has no field to set them), and checks that each has a schema of its own.
 fn robots(context: &mut Context<'_>, base: &str, unit: &Unit<'_>, credentials: &Credentials) -> BTreeMap<String, Robot> {
-    use super::server::{DB_SCHEMA_KEY, config_data};
+    use super::config::{DB_SCHEMA_KEY, config_data};
     let spec = &unit.owner.spec;
     let generated = SecretSource::default();
     let mut robots = BTreeMap::new();

@@ -1,8 +1,8 @@
 //! The values every template sees, computed once per cluster (`docs/templates.md` describes
 //! each key), and the per-server lists only cluster templates get.
 
-use super::cluster::{ARGOCD_NAMESPACE, ARGOCD_PROJECT, BILLING_AUTH_SECRET, BILLING_STORE, BILLING_TOKEN_SECRET, FLUX_NAMESPACE, GATEWAY};
-use super::{names, server};
+use super::names;
+use super::names::{ARGOCD_NAMESPACE, ARGOCD_PROJECT, BILLING_AUTH_SECRET, BILLING_STORE, BILLING_TOKEN_SECRET, FLUX_NAMESPACE, GATEWAY};
 use crate::spec::check::tenant_namespace;
 use crate::spec::model::{ClusterSpec, GitopsEngine, Issuer, SealingBackend};
 use crate::spec::{Object, Spec};
@@ -169,7 +169,7 @@ pub(crate) fn ingress_values(cluster: &Object<ClusterSpec>, spec: &Spec) -> Ingr
     for server in servers {
         let Some(tenant) = tenants.get(server.spec.tenant.as_str()) else { continue };
         let namespace = tenant_namespace(tenant.name(), &tenant.spec);
-        let host = server::host(server, domain);
+        let host = names::host(server, domain);
         if !host.ends_with(&format!(".{domain}")) && &host != domain {
             extra_gateway_hosts.insert(host.clone());
         }
