@@ -118,7 +118,7 @@ fn name_job_by_spec(body: &mut Json) {
     let Some(base) = body["metadata"]["name"].as_str() else { return };
     // NB: serde_json writes maps in insertion order, which is the template's: stable per render.
     let digest = Sha256::digest(body["spec"].to_string().as_bytes());
-    let hash = crate::secrets::derive::to_hex(&digest[..4]);
+    let hash = crate::secrets::bytes::to_hex(&digest[..4]);
     let base = &base[..base.len().min(63 - 1 - hash.len())];
     body["metadata"]["name"] = Json::from(format!("{}-{hash}", base.trim_end_matches(['-', '.'])));
 }

@@ -22,7 +22,7 @@
 
 use super::resource::Resource;
 use crate::object::ObjectId;
-use crate::secrets::derive::push_lp;
+use crate::secrets::bytes::push_lp;
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -107,7 +107,7 @@ impl<'a> Memo<'a> {
             absorb(&mut mac, &path, object, bytes);
             resources.push(Resource { id: object.id.clone(), text: text.to_owned() });
         }
-        let stamp = crate::secrets::derive::to_hex(&mac.finalize().into_bytes());
+        let stamp = crate::secrets::bytes::to_hex(&mac.finalize().into_bytes());
         (stamp == entry.stamp).then(|| (resources, entry.clone()))
     }
 
@@ -119,7 +119,7 @@ impl<'a> Memo<'a> {
         for (object, resource) in objects.iter().zip(resources) {
             absorb(&mut mac, &format!("{dir}/{}", object.file), object, resource.text.as_bytes());
         }
-        Entry { stamp: crate::secrets::derive::to_hex(&mac.finalize().into_bytes()), dir: dir.to_owned(), objects }
+        Entry { stamp: crate::secrets::bytes::to_hex(&mac.finalize().into_bytes()), dir: dir.to_owned(), objects }
     }
 
     fn mac(&self, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {

@@ -91,7 +91,7 @@ impl Templates {
                 hasher.update(part.as_bytes());
             }
         }
-        crate::secrets::derive::to_hex(&hasher.finalize())
+        crate::secrets::bytes::to_hex(&hasher.finalize())
     }
 
     /// Names of the templates.

@@ -11,6 +11,7 @@
 //! it is skipped (rejection sampling, so every character is exactly uniform). The value is the
 //! first `length` characters: a longer `length` extends a shorter one.
 
+use super::bytes::push_lp;
 use super::fingerprint::FingerprintKey;
 use crate::spec::model::{Charset, Generate};
 use hmac::{Hmac, KeyInit, Mac};
@@ -55,11 +56,6 @@ pub fn alphabet(charset: Charset) -> (&'static str, &'static [u8]) {
         Charset::Hex => ("hex", HEX),
         Charset::Base64 => ("base64", BASE64),
     }
-}
-
-pub(crate) fn push_lp(buffer: &mut Vec<u8>, field: &[u8]) {
-    buffer.extend_from_slice(&(field.len() as u64).to_be_bytes());
-    buffer.extend_from_slice(field);
 }
 
 impl MasterKey {
@@ -159,18 +155,6 @@ fn hex_digit(c: u8) -> Option<u8> {
     }
 }
 
-/// Lowercase hex of `bytes`.
-#[must_use]
-pub fn to_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +251,6 @@ mod tests {
 
     #[test]
     fn hex_encoding() {
-        assert_eq!(to_hex(&[0, 15, 16, 255]), "000f10ff");
+        assert_eq!(super::super::bytes::to_hex(&[0, 15, 16, 255]), "000f10ff");
     }
 }

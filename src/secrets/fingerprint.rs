@@ -9,7 +9,7 @@
 //! lp(sealer) ‖ lp(scope) ‖ lp(namespace) ‖ lp(name) ‖ lp(key) ‖ lp(value)))[..32]` (128 bits),
 //! with `lp(x) = u64be(len(x)) ‖ x`.
 
-use super::derive::{push_lp, to_hex};
+use super::bytes::{push_lp, to_hex};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use zeroize::Zeroizing;

@@ -8,6 +8,7 @@
 //! object that is written (a `SealedSecret`, or a SOPS-encrypted `Secret`). A plaintext Secret
 //! never reaches the writer.
 
+pub mod bytes;
 pub mod derive;
 pub mod fingerprint;
 pub mod resolve;

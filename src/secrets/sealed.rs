@@ -7,7 +7,7 @@
 //! (namespace-wide) or empty (cluster-wide).
 
 use super::Scope;
-use super::derive::to_hex;
+use super::bytes::to_hex;
 use aes_gcm::aead::Aead;
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce};
 use base64::Engine;

@@ -22,7 +22,7 @@ pub(crate) fn path(out: &Path) -> Option<PathBuf> {
     };
     let absolute = std::path::absolute(out).ok()?;
     let digest = Sha256::digest(absolute.as_os_str().as_encoded_bytes());
-    Some(dir.join(format!("memo-{}.json", crate::secrets::derive::to_hex(&digest[..16]))))
+    Some(dir.join(format!("memo-{}.json", crate::secrets::bytes::to_hex(&digest[..16]))))
 }
 
 /// The memo in `file`, or an empty one.
