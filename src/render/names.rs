@@ -234,6 +234,10 @@ pub struct NamespaceNames {
     pub prometheus_host: String,
     /// [`tracing_provider`].
     pub tracing_provider: String,
+    /// [`namespaced_release`] of the Jaeger chart.
+    pub jaeger_release: String,
+    /// [`namespaced_release`] of the Grafana chart.
+    pub grafana_release: String,
 }
 
 impl NamespaceNames {
@@ -254,8 +258,29 @@ impl NamespaceNames {
             jaeger_host: service_host("jaeger", namespace),
             prometheus_host: service_host("prometheus", namespace),
             tracing_provider: tracing_provider(namespace),
+            jaeger_release: namespaced_release(namespace, "jaeger"),
+            grafana_release: namespaced_release(namespace, "grafana"),
         }
     }
+}
+
+/// The GitOps engine's object that installs an upstream release (a chart or a kustomize base):
+/// with Flux (`engine` = `flux`), the source and the HelmRelease or Kustomization, named
+/// `object`, in `flux-system`; with Argo CD, one Application named
+/// `<cluster>-<object>-<kind>` (`kind` is `chart` or `manifests`): one Argo CD may hold the trees
+/// of several clusters, and the components' own Applications are `<cluster>-<component>`.
+/// Templates call it as `release_object(engine, cluster, object, kind)`.
+#[must_use]
+pub fn release_object(engine: &str, cluster: &str, object: &str, kind: &str) -> String {
+    if engine == "flux" { object.to_owned() } else { format!("{cluster}-{object}-{kind}") }
+}
+
+/// The release object of a chart every tenant namespace installs for itself
+/// (`<namespace>-<chart>`): one release name in many namespaces, while the engine's objects all
+/// live in one namespace.
+#[must_use]
+pub fn namespaced_release(namespace: &str, chart: &str) -> String {
+    format!("{namespace}-{chart}")
 }
 
 /// The names of one server, as server templates get them (`server.names`).
@@ -377,6 +402,14 @@ pub const CLUSTER_LABEL: &str = "tfrs.turingfocus.cn/cluster";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn release_objects_are_unique_per_cluster_with_argo_cd_only() {
+        assert_eq!(release_object("flux", "lab", "cert-manager", "chart"), "cert-manager");
+        assert_eq!(release_object("argocd", "lab", "cert-manager", "chart"), "lab-cert-manager-chart");
+        assert_eq!(release_object("argocd", "lab", "rabbitmq", "manifests"), "lab-rabbitmq-manifests");
+        assert_eq!(NamespaceNames::new("acme").jaeger_release, "acme-jaeger");
+    }
 
     #[test]
     fn robot_names_keep_clear_of_the_reserved_ones() {

@@ -116,6 +116,10 @@ impl Templates {
         env.add_filter("sha256", sha256);
         env.add_filter("text", text);
         env.add_filter("toyaml", toyaml);
+        // The names of the engine's release objects (`super::names::release_object`).
+        env.add_function("release_object", |engine: &str, cluster: &str, object: &str, kind: &str| {
+            super::names::release_object(engine, cluster, object, kind)
+        });
         // The version catalog: `catalog["<name>"].version`, `.source`, `.image`, ...
         env.add_global("catalog", Value::from(minijinja::value::Serde(crate::catalog::template_values())));
         for (name, text) in &self.sources {
