@@ -22,8 +22,8 @@
 //!
 //! # Where things live
 //!
-//! - this module: the entry point [`reconcile`] and its scheduling loop, its [`Options`] and
-//!   [`Error`];
+//! - this module: the entry point [`reconcile`], its [`Options`] and [`Error`];
+//! - `scheduler`: the loop that starts components as their dependencies become ready;
 //! - `component`: one component's apply and readiness wait;
 //! - `dry_run`: what a dry run may not apply yet because the plan creates it first;
 //! - `prune`: deleting what the plan no longer has;
@@ -39,6 +39,7 @@ pub mod order;
 mod outcome;
 mod prune;
 pub mod rollout;
+mod scheduler;
 mod timeout;
 pub mod wait;
 
@@ -46,11 +47,7 @@ pub use outcome::{ComponentResult, Event, Failure, Outcome, Reason, Status, Unre
 pub use timeout::{component_timeouts, default_timeout, format_duration, parse_duration};
 
 use apply::{Cause, Target};
-use component::run_component;
-use dry_run::Context;
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
-use order::{Graph, Schedule};
+use order::Graph;
 use prune::prune;
 use rollout::Rollout;
 use std::time::Duration;
@@ -138,65 +135,7 @@ pub async fn reconcile(target: &Target, rollout: &Rollout, options: &Options, pr
     let graph = Graph::new(&rollout.plan)?;
     let timeouts = component_timeouts(rollout, options)?;
     target.check().await.map_err(Error::Connect)?;
-    let total = graph.len();
-    let mut schedule = Schedule::new(&graph);
-    let mut results: Vec<Option<ComponentResult>> = vec![None; total];
-    let mut steps = vec![0usize; total];
-    let mut next_step = 1;
-    let context = Context::new(rollout);
-    let mut running = FuturesUnordered::new();
-    loop {
-        while running.len() < options.concurrency.max(1) {
-            let Some(node) = schedule.start_next() else { break };
-            steps[node] = next_step;
-            next_step += 1;
-            let id = graph.ids[node].clone();
-            let event =
-                |status, elapsed, detail: String| Event { step: steps[node], total, component: id.clone(), status, elapsed, detail };
-            progress(&event(Status::Running, Duration::ZERO, String::new()));
-            let objects = &rollout.objects[node];
-            let timeout = timeouts[node];
-            let step = steps[node];
-            let component = id.clone();
-            let context = &context;
-            running.push(async move {
-                let begun = Instant::now();
-                let report = |status, detail: String| {
-                    progress(&Event { step, total, component: component.clone(), status, elapsed: begun.elapsed(), detail });
-                };
-                let result = run_component(target, context, &component, objects, options, begun + timeout, timeout, &report).await;
-                (node, begun.elapsed(), result)
-            });
-        }
-        let Some((node, elapsed, result)) = running.next().await else { break };
-        let id = &graph.ids[node];
-        let event = |step, status, elapsed, detail: String| Event { step, total, component: id.clone(), status, elapsed, detail };
-        match result {
-            Ok(changes) => {
-                schedule.ready(node);
-                progress(&event(steps[node], Status::Ready, elapsed, summary(changes, options.mode)));
-                results[node] = Some(ComponentResult::Ready { elapsed, changes });
-            }
-            Err(failure) => {
-                progress(&event(steps[node], Status::Failed, elapsed, failure.headline()));
-                results[node] = Some(ComponentResult::Failed(failure));
-                for blocked in schedule.fail(node) {
-                    steps[blocked] = next_step;
-                    next_step += 1;
-                    let blocked_id = graph.ids[blocked].clone();
-                    progress(&Event {
-                        step: steps[blocked],
-                        total,
-                        component: blocked_id,
-                        status: Status::Skipped,
-                        elapsed: Duration::ZERO,
-                        detail: format!("dependency `{id}` failed"),
-                    });
-                    results[blocked] = Some(ComponentResult::Skipped { dependency: id.clone() });
-                }
-            }
-        }
-    }
+    let results = scheduler::run(target, rollout, &graph, &timeouts, options, progress).await;
     let mut outcome = Outcome {
         components: graph.ids.iter().cloned().zip(results).collect(),
         pruned: Vec::new(),
@@ -208,15 +147,6 @@ pub async fn reconcile(target: &Target, rollout: &Rollout, options: &Options, pr
     }
     outcome.elapsed = started.elapsed();
     Ok(outcome)
-}
-
-fn summary(changes: [usize; 3], mode: Mode) -> String {
-    let [created, configured, unchanged] = changes;
-    match mode {
-        Mode::VerifyOnly => String::new(),
-        Mode::Apply => format!("{created} created, {configured} configured, {unchanged} unchanged"),
-        Mode::DryRun => format!("dry run: {created} would be created, {configured} configured, {unchanged} unchanged"),
-    }
 }
 
 #[cfg(test)]
