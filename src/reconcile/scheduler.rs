@@ -3,7 +3,7 @@
 //! component's result (a failed one's dependents are skipped).
 
 use super::apply::Target;
-use super::component::run_component;
+use super::component::Component;
 use super::dry_run::Context;
 use super::order::{Graph, Schedule};
 use super::rollout::Rollout;
@@ -36,7 +36,9 @@ pub(super) async fn run(
                 let report = |status, detail: String| {
                     progress(&Event { step, total, component: component.clone(), status, elapsed: begun.elapsed(), detail });
                 };
-                let result = run_component(target, context, &component, objects, options, begun + timeout, timeout, &report).await;
+                let deadline = begun + timeout;
+                let run = Component { target, context, options, id: &component, deadline, timeout, report: &report };
+                let result = run.run(objects).await;
                 (node, begun.elapsed(), result)
             });
         }
