@@ -77,8 +77,11 @@ impl Component<'_> {
     /// Applies `objects` in turn, counting each change; stops at the first refusal.
     async fn apply(&self, objects: &[&Value], changes: &mut [usize; 3]) -> Result<(), Failure> {
         for object in objects {
-            let (_, change) =
-                self.target.apply(object, self.options.force_conflicts, false, self.deadline).await.map_err(|c| self.api_failure(object, c))?;
+            let (_, change) = self
+                .target
+                .apply(object, self.options.force_conflicts, false, self.deadline)
+                .await
+                .map_err(|c| self.api_failure(object, c))?;
             changes[change as usize] += 1;
         }
         Ok(())
@@ -174,7 +177,9 @@ fn unready(references: &[ObjectId], last: &[Verdict], only_failed: bool) -> Vec<
         .iter()
         .zip(last)
         .filter_map(|(reference, (readiness, conditions))| match readiness {
-            Readiness::Failed(reason) => Some(Unready { object: reference.to_string(), reason: reason.clone(), conditions: conditions.clone() }),
+            Readiness::Failed(reason) => {
+                Some(Unready { object: reference.to_string(), reason: reason.clone(), conditions: conditions.clone() })
+            }
             Readiness::InProgress(reason) if !only_failed => {
                 Some(Unready { object: reference.to_string(), reason: reason.clone(), conditions: conditions.clone() })
             }

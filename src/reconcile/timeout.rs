@@ -169,5 +169,4 @@ mod tests {
         assert!(default_timeout(&[job(json!("900"))]).is_err());
         assert!(default_timeout(&[job(json!(0))]).is_err());
     }
-
 }
