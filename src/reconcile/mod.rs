@@ -25,7 +25,7 @@
 //! - this module: the entry point [`reconcile`], its [`Options`] and [`Error`];
 //! - `scheduler`: the loop that starts components as their dependencies become ready;
 //! - `component`: one component's apply and readiness wait;
-//! - `dry_run`: what a dry run may not apply yet because the plan creates it first;
+//! - `dry_run`: which dry-run refusals only mean the plan creates a kind or namespace first;
 //! - `prune`: deleting what the plan no longer has;
 //! - `outcome`: progress events, results and failure reports;
 //! - `timeout`: component timeouts and the duration syntax of the command line;
@@ -126,10 +126,14 @@ impl Default for Options {
 
 /// Rolls `rollout` out to `target` (see the module docs), calling `progress` for every event.
 ///
+/// In turn: the checks that need no component to run (the graph, every timeout, the API server
+/// answering), the components themselves (`scheduler`), then `--prune` if everything is ready.
+///
 /// # Errors
 ///
-/// [`Error::Graph`] for a plan that cannot be scheduled, [`Error::Connect`] when the API server
-/// does not answer at the start. Component failures are in the [`Outcome`].
+/// [`Error::Graph`] for a plan that cannot be scheduled, [`Error::Timeout`] for an object whose
+/// own timeout cannot be read, [`Error::Connect`] when the API server does not answer at the
+/// start. Component failures are in the [`Outcome`].
 pub async fn reconcile(target: &Target, rollout: &Rollout, options: &Options, progress: &(dyn Fn(&Event) + Sync)) -> Result<Outcome> {
     let started = Instant::now();
     let graph = Graph::new(&rollout.plan)?;
