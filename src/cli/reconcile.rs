@@ -168,65 +168,18 @@ impl Printer {
         }
     }
 
+    /// Shows one event in this printer's format.
     fn event(&mut self, event: &Event) {
         let prefix = format!("[{}/{}] {}", event.step, event.total, event.component);
-        let elapsed = format_duration(event.elapsed);
-        let closing = match event.status {
-            reconcile::Status::Ready => {
-                Some(if event.detail.is_empty() { format!("ready ({elapsed})") } else { format!("ready ({elapsed}; {})", event.detail) })
-            }
-            reconcile::Status::Failed => Some(format!("failed ({elapsed})")),
-            reconcile::Status::Skipped => Some(format!("skipped: {}", event.detail)),
-            _ => None,
-        };
+        let closing = closing(event);
         match self {
-            Printer::Json => {
-                if event.status == reconcile::Status::Waiting {
-                    return;
-                }
-                let mut line = serde_json::json!({
-                    "step": event.step,
-                    "total": event.total,
-                    "component": event.component,
-                    "status": event.status.as_str(),
-                    "elapsed_ms": u64::try_from(event.elapsed.as_millis()).unwrap_or(u64::MAX),
-                });
-                if !event.detail.is_empty() {
-                    line["detail"] = event.detail.clone().into();
-                }
-                let mut stdout = std::io::stdout().lock();
-                let _ = writeln!(stdout, "{line}");
-                let _ = stdout.flush();
-            }
+            Printer::Json => json_line(event),
             Printer::Lines => match (event.status, closing) {
                 (reconcile::Status::Running, _) => eprintln!("{prefix} ... running"),
                 (_, Some(text)) => eprintln!("{prefix} ... {text}"),
                 _ => {}
             },
-            Printer::Spinners { bars, running } => match (event.status, closing) {
-                (reconcile::Status::Running, _) => {
-                    let bar = bars.add(ProgressBar::new_spinner());
-                    bar.set_style(
-                        ProgressStyle::with_template("{spinner} {prefix} {wide_msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                    );
-                    bar.set_prefix(prefix);
-                    bar.set_message("applying");
-                    bar.enable_steady_tick(Duration::from_millis(120));
-                    running.insert(event.component.clone(), bar);
-                }
-                (reconcile::Status::Waiting, _) => {
-                    if let Some(bar) = running.get(&event.component) {
-                        bar.set_message(format!("waiting: {}", event.detail));
-                    }
-                }
-                (_, Some(text)) => match running.remove(&event.component) {
-                    Some(bar) => bar.finish_with_message(text),
-                    None => {
-                        let _ = bars.println(format!("{prefix} ... {text}"));
-                    }
-                },
-                _ => {}
-            },
+            Printer::Spinners { bars, running } => spinner(bars, running, event, prefix, closing),
         }
     }
 
@@ -237,6 +190,68 @@ impl Printer {
                 bar.abandon();
             }
         }
+    }
+}
+
+/// What a component's last event says (ready, failed or skipped, and when); `None` before.
+fn closing(event: &Event) -> Option<String> {
+    let elapsed = format_duration(event.elapsed);
+    match event.status {
+        reconcile::Status::Ready => {
+            Some(if event.detail.is_empty() { format!("ready ({elapsed})") } else { format!("ready ({elapsed}; {})", event.detail) })
+        }
+        reconcile::Status::Failed => Some(format!("failed ({elapsed})")),
+        reconcile::Status::Skipped => Some(format!("skipped: {}", event.detail)),
+        _ => None,
+    }
+}
+
+/// `--progress json`: one JSON line on stdout per event, except the waiting ones.
+fn json_line(event: &Event) {
+    if event.status == reconcile::Status::Waiting {
+        return;
+    }
+    let mut line = serde_json::json!({
+        "step": event.step,
+        "total": event.total,
+        "component": event.component,
+        "status": event.status.as_str(),
+        "elapsed_ms": u64::try_from(event.elapsed.as_millis()).unwrap_or(u64::MAX),
+    });
+    if !event.detail.is_empty() {
+        line["detail"] = event.detail.clone().into();
+    }
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+/// On a terminal: a spinner per running component, showing what it waits for, finished with
+/// its closing words.
+fn spinner(bars: &MultiProgress, running: &mut HashMap<String, ProgressBar>, event: &Event, prefix: String, closing: Option<String>) {
+    match (event.status, closing) {
+        (reconcile::Status::Running, _) => {
+            let bar = bars.add(ProgressBar::new_spinner());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {prefix} {wide_msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_prefix(prefix);
+            bar.set_message("applying");
+            bar.enable_steady_tick(Duration::from_millis(120));
+            running.insert(event.component.clone(), bar);
+        }
+        (reconcile::Status::Waiting, _) => {
+            if let Some(bar) = running.get(&event.component) {
+                bar.set_message(format!("waiting: {}", event.detail));
+            }
+        }
+        (_, Some(text)) => match running.remove(&event.component) {
+            Some(bar) => bar.finish_with_message(text),
+            None => {
+                let _ = bars.println(format!("{prefix} ... {text}"));
+            }
+        },
+        _ => {}
     }
 }
 

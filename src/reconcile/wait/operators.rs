@@ -1,8 +1,9 @@
 //! Readiness of the custom kinds of the operators we install: Sealed Secrets, cert-manager,
-//! External Secrets, CloudNativePG, RabbitMQ, Flux and Argo CD (rule 4 of [`super::readiness`]
-//! for them; the built-in kinds' rules are in the parent module).
+//! External Secrets, CloudNativePG, MinIO, RabbitMQ, Flux and Argo CD (rule 4 of
+//! [`super::readiness`] for them; the built-in kinds' rules are in `builtin`).
 
-use super::{Condition, Readiness, condition, has_status, integer, is_true, text};
+use super::Readiness;
+use super::status::{Condition, condition, has_status, integer, is_true, text};
 use serde_json::Value;
 
 /// The sealed-secrets controller reports one condition, `Synced`: `True` once the Secret is written,
@@ -96,6 +97,14 @@ pub(super) fn cnpg_cluster(object: &Value) -> Readiness {
         return Readiness::InProgress("no status yet: the CNPG operator has not acted".into());
     }
     Readiness::InProgress(format!("phase: {phase}"))
+}
+
+pub(super) fn minio_tenant(object: &Value) -> Readiness {
+    match text(object, "/status/currentState") {
+        "Initialized" => Readiness::Ready,
+        "" => Readiness::InProgress("no status yet: its controller has not acted".into()),
+        state => Readiness::InProgress(format!("current state: {state}")),
+    }
 }
 
 pub(super) fn rabbitmq_cluster(object: &Value) -> Readiness {
