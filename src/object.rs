@@ -70,7 +70,7 @@ impl ObjectId {
     /// The API group: the part of `apiVersion` before `/`, empty for the core group.
     #[must_use]
     pub fn group(&self) -> &str {
-        self.api_version.rsplit_once('/').map_or("", |(group, _)| group)
+        api_group(&self.api_version)
     }
 
     /// Whether the API server holds both as one object (same group, kind, namespace and name;
@@ -99,6 +99,12 @@ impl ObjectId {
     pub fn file_name(&self) -> String {
         format!("{}-{}.yaml", self.kind.to_lowercase(), self.name.to_lowercase())
     }
+}
+
+/// The API group of an `apiVersion`: the part before `/`, empty for the core group (`v1`).
+#[must_use]
+pub fn api_group(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
 /// `Kind/namespace/name` (or `Kind/name`), as in messages.

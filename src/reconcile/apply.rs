@@ -1,7 +1,7 @@
 //! The API side: discovery, server-side apply, reads, prune, with retries on transient errors.
 
-use super::wait::group_of;
 use crate::object::ObjectId;
+use crate::object::api_group as group_of;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{self, ApiResource, Scope, verbs};

@@ -3,7 +3,6 @@
 
 use super::apply::Cause;
 use super::rollout::Rollout;
-use super::wait;
 use crate::object::ObjectId;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -22,7 +21,7 @@ impl Context {
         let mut planned_namespaces = BTreeSet::new();
         for object in rollout.objects.iter().flatten() {
             let reference = ObjectId::of(object);
-            match (wait::group_of(&reference.api_version), reference.kind.as_str()) {
+            match (reference.group(), reference.kind.as_str()) {
                 ("apiextensions.k8s.io", "CustomResourceDefinition") => {
                     let group = object.pointer("/spec/group").and_then(Value::as_str).unwrap_or("");
                     let kind = object.pointer("/spec/names/kind").and_then(Value::as_str).unwrap_or("");
@@ -49,9 +48,7 @@ impl Context {
     /// Whether a dry-run refusal is only because the plan has not created something yet.
     pub(super) fn awaits_plan(&self, reference: &ObjectId, cause: &Cause) -> bool {
         match cause {
-            Cause::NotServed { .. } => {
-                self.planned_kinds.contains(&(wait::group_of(&reference.api_version).to_owned(), reference.kind.clone()))
-            }
+            Cause::NotServed { .. } => self.planned_kinds.contains(&(reference.group().to_owned(), reference.kind.clone())),
             Cause::Status { code: 404, .. } => reference.namespace().is_some_and(|n| self.planned_namespaces.contains(n)),
             _ => false,
         }

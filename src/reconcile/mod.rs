@@ -147,7 +147,7 @@ pub async fn reconcile(target: &Target, rollout: &Rollout, options: &Options, pr
         elapsed: Duration::ZERO,
     };
     if options.prune && options.mode == Mode::Apply && outcome.is_ready() {
-        prune(target, rollout, &graph, options, &mut outcome).await;
+        prune(target, rollout, options, &mut outcome).await;
     }
     outcome.elapsed = started.elapsed();
     Ok(outcome)

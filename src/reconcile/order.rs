@@ -218,7 +218,7 @@ impl<'a> Schedule<'a> {
 /// everything else (plan order kept within each rank).
 #[must_use]
 pub fn object_rank(api_version: &str, kind: &str) -> u8 {
-    match (super::wait::group_of(api_version), kind) {
+    match (crate::object::api_group(api_version), kind) {
         ("apiextensions.k8s.io", "CustomResourceDefinition") => 0,
         ("", "Namespace") => 1,
         _ => 2,

@@ -2,7 +2,7 @@
 //! duration syntax of `--timeout` and `--poll-interval` ([`parse_duration`], [`format_duration`]).
 
 use super::rollout::Rollout;
-use super::{Error, Options, Result, wait};
+use super::{Error, Options, Result};
 use crate::object::ObjectId;
 use serde_json::Value;
 use std::time::Duration;
@@ -24,7 +24,7 @@ pub fn default_timeout(objects: &[Value]) -> std::result::Result<Duration, (Stri
     for object in objects {
         let reference = ObjectId::of(object);
         let bad = |field, value: &Value, problem: String| (reference.to_string(), field, value.to_string(), problem);
-        let timeout = match (wait::group_of(&reference.api_version), reference.kind.as_str()) {
+        let timeout = match (reference.group(), reference.kind.as_str()) {
             ("helm.toolkit.fluxcd.io", "HelmRelease") => match object.pointer("/spec/timeout") {
                 None | Some(Value::Null) => FIVE_MINUTES,
                 Some(Value::String(text)) => crate::spec::duration::parse(text).map_err(|error| {

@@ -63,19 +63,13 @@ fn is_builtin_group(group: &str) -> bool {
     group.is_empty() || !group.contains('.') || group.ends_with(".k8s.io")
 }
 
-/// The group of an `apiVersion` (`""` for the core group).
-#[must_use]
-pub fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
-}
-
 /// Decides whether an object (as the API server returned it) is ready.
 #[must_use]
 pub fn readiness(object: &Value) -> Readiness {
     if object.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
         return Readiness::InProgress("terminating".into());
     }
-    let group = group_of(text(object, "/apiVersion"));
+    let group = crate::object::api_group(text(object, "/apiVersion"));
     let kind = text(object, "/kind");
     if let Some(found) = by_spec(group, kind, object) {
         return found;

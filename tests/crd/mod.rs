@@ -45,11 +45,7 @@ pub const BUILTIN_GROUPS: &[&str] = &[
     "node.k8s.io",
 ];
 
-/// The API group of an `apiVersion`: the part before `/`, empty for the core group.
-#[must_use]
-pub fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
-}
+pub use tfrs_gitops::object::api_group as group_of;
 
 /// The pinned upstream data (`<component>/<version>/crds/…`) kept beside the checkout. Without
 /// it: under `CI=true` a failure; otherwise one line saying what is skipped, and `None`.

@@ -144,9 +144,7 @@ fn builtin_kinds() -> Vec<Kind> {
     ]
 }
 
-fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(g, _)| g)
-}
+use tfrs_gitops::object::api_group as group_of;
 
 fn text<'a>(object: &'a Value, pointer: &str) -> &'a str {
     object.pointer(pointer).and_then(Value::as_str).unwrap_or("")
