@@ -31,7 +31,10 @@ fn subcommands() -> Vec<String> {
 fn outside_tool(name: &str, package: &str) -> Option<PathBuf> {
     let found = std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.is_file()));
     if found.is_none() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "`{name}` is required under CI=true (Debian package {package}; .ci/run installs it)");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "`{name}` is required under CI=true (Debian package {package}; .ci/run installs it)"
+        );
         eprintln!("skipped: `{name}` is not installed (Debian package {package})");
     }
     found
@@ -150,7 +153,8 @@ fn diff_colours_as_color_and_no_color_say() {
     let output = fixture_command().args(["--color", "always", "diff", "fixtures/render-minimal", "--repo", repo]).output().unwrap();
     assert_eq!(stdout(&output), coloured);
     // Other formats never colour.
-    let json = fixture_command().args(["diff", "fixtures/render-minimal", "--repo", repo, "--format", "json", "--color", "always"]).output();
+    let json =
+        fixture_command().args(["diff", "fixtures/render-minimal", "--repo", repo, "--format", "json", "--color", "always"]).output();
     assert!(!json.unwrap().stdout.contains(&0x1b));
 }
 
@@ -346,4 +350,16 @@ fn quiet_is_in_the_help_of_each_listing_command() {
         assert!(help.contains("-q, --quiet"), "{command}: {help}");
         assert!(help.contains("--color <WHEN>"), "{command}: {help}");
     }
+}
+
+#[test]
+fn usage_errors_follow_color_too() {
+    let coloured = tfrs(&["--color", "always", "frobnicate"]);
+    assert_eq!(coloured.status.code(), Some(2));
+    assert!(coloured.stderr.contains(&0x1b), "{}", report(&coloured));
+    let plain = tfrs(&["--color", "never", "frobnicate"]);
+    assert_eq!(plain.status.code(), Some(2));
+    assert!(!plain.stderr.contains(&0x1b), "{}", report(&plain));
+    let invalid = tfrs(&["--color", "purple", "version"]);
+    assert_eq!(invalid.status.code(), Some(2), "{}", report(&invalid));
 }

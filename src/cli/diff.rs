@@ -2,8 +2,8 @@
 //! text, markdown or JSON.
 
 use super::args::{DiffArgs, DiffFormat};
-use super::{Colour, Status};
 use super::stages::{load, report};
+use super::{Colour, Status};
 use crate::git::{previous_object, read_files, remote};
 use crate::layout::cluster_dirs;
 use crate::pipeline::{self, Setup};
