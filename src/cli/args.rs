@@ -11,6 +11,21 @@ pub struct Args {
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
+    /// When to colour output: `auto` colours a terminal unless `NO_COLOR` is set to a non-empty
+    /// value; `always` and `never` decide alone.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour a terminal, unless `NO_COLOR` is set to a non-empty value.
+    Auto,
+    /// Always colour, even into a pipe or a file, and whatever `NO_COLOR` says.
+    Always,
+    /// Never colour.
+    Never,
 }
 
 /// The subcommands.
@@ -65,8 +80,52 @@ pub enum Command {
     ///
     /// Exit status: 0 no changes, 1 changes, 2 error (including an invalid spec).
     Diff(DiffArgs),
-    /// Print tfrs's version, and with `--components` the pinned upstream releases it renders.
+    /// Print tfrs's version, the commit it was built from and the digest of its component
+    /// catalog, and with `--components` the pinned upstream releases it renders.
+    ///
+    /// The first line is what `tfrs --version` prints.
     Version(VersionArgs),
+    /// Print a shell completion script (bash, zsh, fish or PowerShell) on stdout.
+    ///
+    /// For example `source <(tfrs completions bash)` in `~/.bashrc`, `tfrs completions zsh >
+    /// "${fpath[1]}/_tfrs"`, `tfrs completions fish > ~/.config/fish/completions/tfrs.fish`, or
+    /// `tfrs completions powershell | Out-String | Invoke-Expression` in a PowerShell profile.
+    Completions(CompletionsArgs),
+    /// Print the manual page of tfrs (roff) on stdout, or with `--out DIR` write one page per
+    /// command into DIR (`tfrs.1`, `tfrs-render.1`, ...).
+    ///
+    /// Read it with `tfrs man | man -l -`.
+    Man(ManArgs),
+}
+
+/// `tfrs completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// A shell `tfrs completions` writes a script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// GNU bash (`source` the script).
+    Bash,
+    /// zsh (a `_tfrs` file on `$fpath`).
+    Zsh,
+    /// fish (a file in `~/.config/fish/completions/`).
+    Fish,
+    /// PowerShell (`Invoke-Expression` the script).
+    Powershell,
+}
+
+/// `tfrs man`.
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// Write `tfrs.1` and one `tfrs-<command>.1` per command into this directory (created when
+    /// missing) instead of printing `tfrs.1`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `tfrs version`.
@@ -115,6 +174,10 @@ pub struct CommitArgs {
     /// The remote to push to.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
+    /// Print only the result line (`committed ...` or `no changes ...`, and `pushed ...`), not
+    /// what changed per component.
+    #[arg(long, short)]
+    pub quiet: bool,
     /// How the specs are rendered.
     #[command(flatten)]
     pub settings: RenderSettings,
@@ -133,10 +196,14 @@ pub struct DiffArgs {
     /// The ref to compare with (a branch, tag or commit; for a URL, a branch).
     #[arg(long = "ref", default_value = "main", value_name = "REF")]
     pub reference: String,
-    /// Output format: `text` for people (coloured on a terminal unless `NO_COLOR` is set),
-    /// `markdown` for a pull-request comment, `json` for tools (see docs/git.md).
+    /// Output format: `text` for people (coloured as `--color` says), `markdown` for a
+    /// pull-request comment, `json` for tools (see docs/git.md).
     #[arg(long, value_enum, default_value = "text")]
     pub format: DiffFormat,
+    /// `text` only: print only the totals line, not each component and object (the markdown and
+    /// JSON documents are printed whole).
+    #[arg(long, short)]
+    pub quiet: bool,
     /// How the specs are rendered.
     #[command(flatten)]
     pub settings: RenderSettings,
@@ -238,9 +305,14 @@ pub struct RenderArgs {
     /// How the specs are rendered.
     #[command(flatten)]
     pub settings: RenderSettings,
-    /// Do not write: exit 1 if the output directory differs from what would be rendered.
+    /// Do not write: exit 1 if the output directory differs from what would be rendered, and
+    /// name the files that would change and be removed (the first 20 of each).
     #[arg(long)]
     pub check: bool,
+    /// Print only the result line: with `--check`, the count of files that would change, not
+    /// their names.
+    #[arg(long, short)]
+    pub quiet: bool,
     /// Template every component, ignoring the render memo of the last render into `--out`
     /// (kept in `$TFRS_CACHE_DIR`, else `$XDG_CACHE_HOME/tfrs`, else `~/.cache/tfrs`), and
     /// keep none.
@@ -284,6 +356,9 @@ pub struct AuditArgs {
     /// Accept `fromFile` paths outside the spec file's directory.
     #[arg(long)]
     pub allow_outside: bool,
+    /// Print only the result line (`clean: ...` or the count of leaks), not each leak.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `tfrs graph`.

@@ -57,13 +57,17 @@ pub fn run(args: &AuditArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
         let short = &commit.id().to_string()[..12];
         for hit in scanner.scan(commit.message_bytes()) {
             leaks += 1;
-            writeln!(stdout, "leak: commit {short} message: `{}` ({})", hit.secret, hit.encoding)?;
+            if !args.quiet {
+                writeln!(stdout, "leak: commit {short} message: `{}` ({})", hit.secret, hit.encoding)?;
+            }
         }
         let mut found = Vec::new();
         scan_tree(&repo, &commit.tree()?, "", &scanner, &mut seen, &mut found)?;
         for (path, hit) in found {
             leaks += 1;
-            writeln!(stdout, "leak: commit {short} `{path}`: `{}` ({})", hit.secret, hit.encoding)?;
+            if !args.quiet {
+                writeln!(stdout, "leak: commit {short} `{path}`: `{}` ({})", hit.secret, hit.encoding)?;
+            }
         }
     }
     if leaks > 0 {

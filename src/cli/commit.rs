@@ -59,7 +59,9 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
                 args.branch,
                 crate::tree::diff::counts_text(&diff.totals())
             )?;
-            write!(stdout, "{}", diff.summary())?;
+            if !args.quiet {
+                write!(stdout, "{}", diff.summary())?;
+            }
             if pushed {
                 writeln!(stdout, "pushed `{}` to `{remote}`", args.branch)?;
             }

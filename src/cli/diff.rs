@@ -1,22 +1,22 @@
 //! `tfrs diff`: load -> build (render, lay out) -> seal against a ref -> compare per object ->
 //! text, markdown or JSON.
 
-use super::Status;
 use super::args::{DiffArgs, DiffFormat};
 use super::stages::{load, report};
+use super::{Colour, Status};
 use crate::git::{previous_object, read_files, remote};
 use crate::layout::cluster_dirs;
 use crate::pipeline::{self, Setup};
 use crate::tree::diff::{Change, Diff, Entry, SealedChange, counts_text, diff};
 use anyhow::Context as _;
 use serde_json::json;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 /// A GitHub comment holds 65536 characters; details beyond this budget are left out.
 const MARKDOWN_BUDGET: usize = 60_000;
 
-/// Runs `tfrs diff`.
-pub fn run(args: &DiffArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
+/// Runs `tfrs diff`; `colour` is for the text format.
+pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::Result<Status> {
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Error);
     };
@@ -41,10 +41,8 @@ pub fn run(args: &DiffArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
     }
     let found = diff(&old, files);
     let text = match args.format {
-        DiffFormat::Text => {
-            let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-            text(&found, &args.reference, colour)
-        }
+        DiffFormat::Text if args.quiet => totals_line(&found, &args.reference),
+        DiffFormat::Text => text(&found, &args.reference, colour),
         DiffFormat::Markdown => markdown(&found, &args.reference),
         DiffFormat::Json => json_report(&found, &args.reference, commit.id()),
     };
@@ -98,11 +96,19 @@ fn sealed_lines(entry: &Entry) -> Vec<String> {
     entry.sealed.iter().map(|s| format!("{}: <sealed: {}>", s.key, s.change)).collect()
 }
 
-/// Per component a header, then per object its line, sealed values and indented unified diff.
-fn text(found: &Diff, reference: &str, colour: bool) -> String {
-    let paint = |code: &str, text: &str| if colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() };
+/// The last line of the text format alone (`--quiet`).
+fn totals_line(found: &Diff, reference: &str) -> String {
     if found.is_empty() {
         return format!("no changes against `{reference}`\n");
+    }
+    format!("{} against `{reference}`\n", counts_text(&found.totals()))
+}
+
+/// Per component a header, then per object its line, sealed values and indented unified diff.
+fn text(found: &Diff, reference: &str, colour: Colour) -> String {
+    let paint = |code: &str, text: &str| colour.paint(code, text);
+    if found.is_empty() {
+        return totals_line(found, reference);
     }
     let mut out = String::new();
     for ((cluster, component), counts) in found.components() {
@@ -135,7 +141,7 @@ fn text(found: &Diff, reference: &str, colour: bool) -> String {
             }
         }
     }
-    out.push_str(&format!("{} against `{reference}`\n", counts_text(&found.totals())));
+    out.push_str(&totals_line(found, reference));
     out
 }
 

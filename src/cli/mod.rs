@@ -5,9 +5,12 @@
 
 mod args;
 mod audit;
+mod colour;
 mod commit;
+mod completions;
 mod diff;
 mod graph;
+mod man;
 mod reconcile;
 mod render;
 mod schema;
@@ -16,11 +19,12 @@ mod unseal;
 mod validate;
 mod version;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 pub use args::Args;
+pub use colour::Colour;
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,16 +47,28 @@ impl From<Status> for ExitCode {
     }
 }
 
+/// The command-line interface as clap sees it, with the full version line (`--version`, the
+/// manual page); shared by parsing, `tfrs completions` and `tfrs man`.
+#[must_use]
+pub fn command() -> clap::Command {
+    // NB: clap keeps a `&'static str`; this runs once or twice per process.
+    let version: &'static str = Box::leak(version::line().into_boxed_str());
+    Args::command().version(version)
+}
+
 /// Parses the process arguments and runs the command.
 #[must_use]
 pub fn run() -> Status {
-    let args = match Args::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let command = command().color(Colour::for_clap(colour::choice_in(&argv)));
+    let args = match command.try_get_matches_from(argv).and_then(|matches| Args::from_arg_matches(&matches)) {
         Ok(args) => args,
         Err(error) => {
             let _ = error.print();
             return if error.use_stderr() { Status::Error } else { Status::Success };
         }
     };
+    let colour = Colour::stdout(args.color);
     let mut stdout = io::stdout().lock();
     let result = match args.command {
         args::Command::Validate(a) => validate::run(&a, &mut stdout),
@@ -62,9 +78,11 @@ pub fn run() -> Status {
         args::Command::Graph(a) => graph::run(&a, &mut stdout),
         args::Command::Audit(a) => audit::run(&a, &mut stdout),
         args::Command::Commit(a) => commit::run(&a, &mut stdout),
-        args::Command::Diff(a) => diff::run(&a, &mut stdout),
+        args::Command::Diff(a) => diff::run(&a, colour, &mut stdout),
         args::Command::Reconcile(a) => reconcile::run(&a, &mut stdout),
         args::Command::Version(a) => version::run(&a, &mut stdout),
+        args::Command::Completions(a) => completions::run(&a, &mut stdout),
+        args::Command::Man(a) => man::run(&a, &mut stdout),
     };
     match result {
         Ok(status) => status,

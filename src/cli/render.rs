@@ -45,7 +45,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let (changed, removed) = (changes.changed.len(), changes.removed.len());
     warn_dropped_clusters(&files, &old, args.check);
     if args.check {
-        return check_report(stdout, &args.out, files.len(), changed, removed);
+        return check_report(stdout, &args.out, files.len(), &changes, args.quiet);
     }
     // NB: a tree that already holds exactly these files is left as it is (nothing to swap).
     if changed > 0 || removed > 0 || !out.join(write::MARKER).exists() {
@@ -71,14 +71,38 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     Ok(Status::Success)
 }
 
-/// `--check`: whether the directory already holds this render.
-fn check_report(stdout: &mut dyn Write, out: &Path, files: usize, changed: usize, removed: usize) -> anyhow::Result<Status> {
+/// How many paths of each list `render --check` names.
+const CHECK_NAMED: usize = 20;
+
+/// `--check`: whether the directory already holds this render; when not, the count line, then
+/// (unless `quiet`) the paths that would change and be removed, sorted, at most
+/// [`CHECK_NAMED`] of each.
+fn check_report(stdout: &mut dyn Write, out: &Path, files: usize, changes: &write::Changes<'_>, quiet: bool) -> anyhow::Result<Status> {
+    let (changed, removed) = (changes.changed.len(), changes.removed.len());
     if changed == 0 && removed == 0 {
         writeln!(stdout, "up to date: {files} files in `{}`", out.display())?;
         return Ok(Status::Success);
     }
     writeln!(stdout, "out of date: {changed} files would change and {removed} would be removed in `{}`", out.display())?;
+    if !quiet {
+        name_paths(stdout, "would change", &changes.changed)?;
+        name_paths(stdout, "would be removed", &changes.removed)?;
+    }
     Ok(Status::Failure)
+}
+
+/// `  <verb>: <path>` for the first [`CHECK_NAMED`] of `paths` in sorted order, then
+/// `  <verb>: and N more`.
+fn name_paths(stdout: &mut dyn Write, verb: &str, paths: &[&str]) -> std::io::Result<()> {
+    let mut sorted = paths.to_vec();
+    sorted.sort_unstable();
+    for path in sorted.iter().take(CHECK_NAMED) {
+        writeln!(stdout, "  {verb}: {path}")?;
+    }
+    if sorted.len() > CHECK_NAMED {
+        writeln!(stdout, "  {verb}: and {} more", sorted.len() - CHECK_NAMED)?;
+    }
+    Ok(())
 }
 
 /// Builds the tree, reusing what the memo in `memo_file` and the current tree `old` still hold;
