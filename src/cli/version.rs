@@ -19,7 +19,7 @@ pub const COMMIT: &str = env!("TFRS_GIT_COMMIT");
 #[must_use]
 pub fn catalog_digest() -> String {
     let json = serde_json::to_vec(catalog::CATALOG).unwrap_or_default();
-    crate::secrets::derive::to_hex(&Sha256::digest(&json)[..6])
+    crate::secrets::bytes::to_hex(&Sha256::digest(&json)[..6])
 }
 
 /// What follows `tfrs ` on the first line of `tfrs version` and `tfrs --version`:
