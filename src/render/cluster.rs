@@ -288,7 +288,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
         return None;
     }
     let gitops = super::gitops::gitops_objects(context, cluster, &components, &values, &base_digest)?;
-    Some(RenderedCluster { name, engine: cluster.spec.gitops.engine, backend: cluster.spec.sealing.backend, components, graph, gitops })
+    Some(RenderedCluster { name, components, gitops })
 }
 
 /// Every unit (a tenant namespace and its servers), in parallel, each in a context of its own

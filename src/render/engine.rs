@@ -41,7 +41,6 @@ pub(crate) struct Context<'a> {
     pub(crate) inputs: &'a dyn SecretInputs,
     pub(crate) master: Option<&'a MasterKey>,
     pub(crate) errors: Vec<Diagnostic>,
-    pub(crate) warnings: Vec<Diagnostic>,
     pub(crate) options: &'a Options,
     /// Whether a recorded error is the environment's.
     pub(crate) environment: bool,
@@ -155,7 +154,6 @@ impl<'a> Context<'a> {
             inputs,
             master,
             errors: Vec::new(),
-            warnings: Vec::new(),
             options,
             environment: false,
             resolved: Vec::new(),
@@ -176,7 +174,6 @@ impl<'a> Context<'a> {
     pub(crate) fn absorb(&mut self, child: Context<'_>) {
         debug_assert!(child.jobs.is_empty(), "a child renders its own templates");
         self.errors.extend(child.errors);
-        self.warnings.extend(child.warnings);
         self.environment |= child.environment;
         self.resolved.extend(child.resolved);
         self.recorded.extend(child.recorded);

@@ -32,7 +32,6 @@ pub use templates::Templates;
 use crate::secrets::resolve::SecretInputs;
 use crate::secrets::{MasterKey, PlainSecret};
 use crate::spec::diagnostic::FileTable;
-use crate::spec::model::{GitopsEngine, SealingBackend};
 use crate::spec::{Diagnostic, Spec};
 use std::collections::BTreeMap;
 use zeroize::Zeroizing;
@@ -69,14 +68,8 @@ pub struct Component {
 pub struct RenderedCluster {
     /// The cluster name.
     pub name: String,
-    /// Its GitOps engine.
-    pub engine: GitopsEngine,
-    /// Its sealing backend.
-    pub backend: SealingBackend,
     /// Components in dependency order.
     pub components: Vec<Component>,
-    /// The dependency graph.
-    pub graph: Graph,
     /// The GitOps entry points (one per component).
     pub gitops: Vec<Resource>,
 }
@@ -86,8 +79,6 @@ pub struct RenderedCluster {
 pub struct Rendered {
     /// Every cluster.
     pub clusters: Vec<RenderedCluster>,
-    /// Problems that do not stop the render.
-    pub warnings: Vec<Diagnostic>,
     /// Every credential resolved while rendering (for `tfrs audit`), by logical path.
     pub resolved: Vec<ResolvedSecret>,
     /// What the next render into the same output directory may reuse (empty without a memo).
@@ -163,7 +154,7 @@ pub fn render_with_memo(
         }
     }
     if context.errors.is_empty() {
-        Ok(Rendered { clusters, warnings: context.warnings, resolved: context.resolved, memo: context.recorded, reused: context.reused })
+        Ok(Rendered { clusters, resolved: context.resolved, memo: context.recorded, reused: context.reused })
     } else {
         Err(Problems { diagnostics: context.errors, environment: context.environment })
     }

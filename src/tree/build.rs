@@ -233,7 +233,6 @@ mod tests {
     use crate::secrets::MasterKey;
     use crate::secrets::resolve::MapInputs;
     use crate::secrets::sealed::Certificate;
-    use crate::spec::model::GitopsEngine;
     use crate::spec::{Bundle, load};
     use crate::tree::{Files, Tree};
     use rand::SeedableRng;
@@ -295,8 +294,6 @@ mod tests {
     fn cluster_of(components: Vec<(&str, Vec<Resource>)>, gitops: Vec<Resource>) -> RenderedCluster {
         RenderedCluster {
             name: "c".into(),
-            engine: GitopsEngine::Flux,
-            backend: crate::spec::model::SealingBackend::SealedSecrets,
             components: components
                 .into_iter()
                 .map(|(id, objects)| Component {
@@ -308,7 +305,6 @@ mod tests {
                     timeout: "10m".into(),
                 })
                 .collect(),
-            graph: crate::render::Graph::default(),
             gitops,
         }
     }
