@@ -9,8 +9,38 @@ use crate::layout;
 use crate::spec::Object;
 use crate::spec::model::{ClusterSpec, GitopsEngine};
 use rayon::prelude::*;
+use serde::Serialize;
 use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The values of a GitOps template (`gitops/flux.yaml`, `gitops/argocd.yaml`), over the
+/// cluster's shared values (docs/templates.md, "GitOps templates").
+#[derive(Serialize)]
+struct GitopsValues<'a> {
+    /// The labels of the `gitops` component.
+    labels: &'a Json,
+    /// The component this entry point applies.
+    component: GitopsComponent<'a>,
+}
+
+/// One component, as its GitOps entry point sees it.
+#[derive(Serialize)]
+struct GitopsComponent<'a> {
+    /// Its id (`cluster/cert-manager`).
+    id: &'a str,
+    /// The GitOps object's name ([`gitops_name`]).
+    name: &'a str,
+    /// Its directory in the repository (`./clusters/<cluster>/components/<id>`).
+    path: String,
+    /// The GitOps names of the components it waits for.
+    depends_on: Vec<&'a str>,
+    /// Its depth in the graph (Argo CD's sync wave).
+    depth: usize,
+    /// How long the engine waits for it.
+    timeout: &'a str,
+    /// Whether the engine waits for it to be ready.
+    wait: bool,
+}
 
 /// The name of a component's GitOps object: `<cluster>-<component path with dashes>`, unique
 /// across clusters that share one Argo CD.
@@ -59,21 +89,22 @@ pub(crate) fn gitops_objects(
     let done: Vec<Done> = components
         .par_iter()
         .map(|component| {
-            let own = json!({
-                "labels": labels,
-                "component": {
-                    "id": component.id,
-                    "name": names[component.id.as_str()],
-                    "path": format!("./{}", layout::component_dir(name, &component.id)),
-                    "depends_on": component.depends_on.iter().map(|d| names.get(d.as_str()).cloned().unwrap_or_default()).collect::<Vec<_>>(),
-                    "depth": component.depth,
-                    "timeout": component.timeout,
+            let values = GitopsValues {
+                labels: &labels,
+                component: GitopsComponent {
+                    id: &component.id,
+                    name: &names[component.id.as_str()],
+                    path: format!("./{}", layout::component_dir(name, &component.id)),
+                    depends_on: component.depends_on.iter().map(|d| names.get(d.as_str()).map_or("", String::as_str)).collect(),
+                    depth: component.depth,
+                    timeout: &component.timeout,
                     // A component of PersistentVolumeClaims only is not waited for: with a
                     // `WaitForFirstConsumer` class its claims stay Pending until a consumer
                     // is scheduled, and the consumers wait for this component.
-                    "wait": !component.objects.iter().all(|o| o.id.kind == "PersistentVolumeClaim"),
+                    wait: !component.objects.iter().all(|o| o.id.kind == "PersistentVolumeClaim"),
                 },
-            });
+            };
+            let own = serde_json::to_value(&values).unwrap_or(Json::Null);
             let key = format!("{name}/gitops/{}", component.id);
             render_unit(env, memo, key, &dir, template, &own, Some((&base, values_digest)), &scope, origin)
         })
