@@ -3,10 +3,9 @@
 
 use super::Status;
 use super::args::CommitArgs;
-use super::stages::{load, report};
+use super::stages::{build, load};
 use crate::git::Author;
 use crate::git::commit::{CommitOptions, Outcome, Push, commit};
-use crate::pipeline::{self, Setup};
 use anyhow::Context as _;
 use std::io::Write;
 
@@ -29,14 +28,8 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let options =
         CommitOptions { branch: args.branch.clone(), message: args.message.clone(), author, push: push.clone(), attempts: ATTEMPTS };
     // The tree is built once; each attempt only seals it against the branch as it then is.
-    let settings = &args.settings;
-    let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
-    let mut tree = match pipeline::build(&spec, &bundle, &setup, None) {
-        Ok(built) => built.tree,
-        Err(failure) => {
-            report(failure, &bundle)?;
-            return Ok(Status::Failure);
-        }
+    let Some(mut tree) = build(&spec, &bundle, &args.settings)? else {
+        return Ok(Status::Failure);
     };
     let outcome = commit(&repo, &options, &mut tree, &mut crate::source::inputs::system_rng())
         .with_context(|| format!("cannot commit to `{}` in `{}`", args.branch, args.repo))?;

@@ -2,11 +2,10 @@
 //! text, markdown or JSON.
 
 use super::args::{DiffArgs, DiffFormat};
-use super::stages::{load, report};
+use super::stages::{build, load};
 use super::{Colour, Status};
 use crate::git::{previous_object, read_files, remote};
 use crate::layout::cluster_dirs;
-use crate::pipeline::{self, Setup};
 use crate::tree::diff::{Change, Diff, Entry, SealedChange, counts_text, diff};
 use anyhow::Context as _;
 use serde_json::json;
@@ -23,14 +22,8 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     let (repo, is_url) = crate::git::open(&args.repo)?;
     let commit = resolve(&repo, is_url, args)?;
     let tree = commit.tree()?;
-    let settings = &args.settings;
-    let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
-    let mut rendered = match pipeline::build(&spec, &bundle, &setup, None) {
-        Ok(built) => built.tree,
-        Err(failure) => {
-            report(failure, &bundle)?;
-            return Ok(Status::Error);
-        }
+    let Some(mut rendered) = build(&spec, &bundle, &args.settings)? else {
+        return Ok(Status::Error);
     };
     let previous = |path: &str| previous_object(&repo, &tree, path);
     rendered.seal(&previous, &mut crate::source::inputs::system_rng())?;

@@ -1,9 +1,11 @@
 //! The command line's side of the pipeline: specs loaded and failures reported the same way by
 //! every command (the report on stderr; the command picks its exit code).
 
-use crate::pipeline::{self, Failure};
+use super::args::RenderSettings;
+use crate::pipeline::{self, Failure, Setup};
 use crate::spec::diagnostic::{FileTable, render};
 use crate::spec::{Bundle, Diagnostic, Spec};
+use crate::tree::Tree;
 use anyhow::bail;
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,6 +23,20 @@ pub(crate) fn load(inputs: &[PathBuf], overlays: &[String]) -> anyhow::Result<Op
             report(failure, &bundle)?;
             Ok(None)
         }
+    }
+}
+
+/// Builds the tree of `spec` with the render settings of the flags (no memo); reports a failure
+/// and returns `None` for the command's negative result.
+///
+/// # Errors
+///
+/// The environment's failures, after their report.
+pub(crate) fn build(spec: &Spec, bundle: &Bundle, settings: &RenderSettings) -> anyhow::Result<Option<Tree>> {
+    let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
+    match pipeline::build(spec, bundle, &setup, None) {
+        Ok(built) => Ok(Some(built.tree)),
+        Err(failure) => report(failure, bundle).map(|()| None),
     }
 }
 
