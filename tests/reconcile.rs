@@ -3,9 +3,9 @@
 //! The tests of the `tfrs reconcile` command itself are the module `command`
 //! (`tests/reconcile/command.rs`).
 
-mod common;
 #[path = "reconcile/command.rs"]
 mod command;
+mod common;
 #[path = "reconcile/sim.rs"]
 mod sim;
 

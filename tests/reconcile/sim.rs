@@ -180,7 +180,6 @@ fn merge(into: &mut Value, from: &Value) {
     }
 }
 
-
 struct Reply {
     code: u16,
     body: Vec<u8>,
@@ -523,4 +522,3 @@ impl Default for Config {
         Config { default_delay: Duration::from_millis(30), crd_delay: Duration::from_millis(100) }
     }
 }
-

@@ -58,7 +58,15 @@ fn has_generation(kind: &Kind) -> bool {
 }
 
 impl State {
-    pub(super) fn apply(&mut self, kind: &Kind, namespace: &str, name: &str, body: &[u8], query: &BTreeMap<String, String>, now: Instant) -> Reply {
+    pub(super) fn apply(
+        &mut self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        body: &[u8],
+        query: &BTreeMap<String, String>,
+        now: Instant,
+    ) -> Reply {
         let Some(manager) = query.get("fieldManager").filter(|m| !m.is_empty()).cloned() else {
             return failure(
                 422,
