@@ -1,0 +1,235 @@
+//! The rendered tree on disk: re-rendering changes no byte, the render memo, `--check`, a failed
+//! render keeps the previous tree, where `--out` may point, and a diff against a GitOps repository.
+
+use super::common;
+use super::{copy_fixture, mask_ciphertext, read_tree, render, report, root, tfrs};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+#[test]
+fn re_rendering_unchanged_specs_changes_no_byte() {
+    for fixture in ["demo", "render-argocd-tke", "render-sops-docker-desktop"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        render(fixture, &out);
+        let first = read_tree(&out);
+        let output = render(fixture, &out);
+        assert!(String::from_utf8_lossy(&output.stdout).contains("(0 changed, 0 removed; "), "{fixture}: {}", report(&output));
+        let (reused, units) = memo_counts(&output);
+        assert!(reused == units && units > 0, "{fixture}: the memo gives every unit back: {}", report(&output));
+        assert_eq!(first, read_tree(&out), "{fixture}: re-rendering changed bytes");
+        // Without the memo: the same bytes.
+        let output = tfrs(&["render", &format!("fixtures/{fixture}"), "--out", out.to_str().unwrap(), "--no-memo"]);
+        assert!(String::from_utf8_lossy(&output.stdout).contains("(0 changed, 0 removed)"), "{fixture}: {}", report(&output));
+        assert_eq!(first, read_tree(&out), "{fixture}: re-rendering without the memo changed bytes");
+        let check = tfrs(&["render", &format!("fixtures/{fixture}"), "--out", out.to_str().unwrap(), "--check"]);
+        assert_eq!(check.status.code(), Some(0), "{}", report(&check));
+        // Into a fresh directory: the same tree but for fresh ciphertext.
+        let fresh = dir.path().join("fresh");
+        render(fixture, &fresh);
+        let second = read_tree(&fresh);
+        assert_eq!(first.keys().collect::<Vec<_>>(), second.keys().collect::<Vec<_>>());
+        let mut differing = 0;
+        for (path, content) in &first {
+            if content != &second[path] {
+                differing += 1;
+                assert!(path.contains("sealedsecret-") || path.contains("/secret-"), "{fixture}: `{path}` differs between two renders");
+                assert_eq!(mask_ciphertext(content), mask_ciphertext(&second[path]), "{fixture}: `{path}` differs beyond ciphertext");
+            }
+        }
+        assert!(differing > 0, "{fixture}: sealing must be randomised");
+    }
+}
+
+/// `(reused, units)` from a render's "; R of U templated units reused" note.
+fn memo_counts(output: &Output) -> (usize, usize) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let note = stdout.split("; ").nth(1).and_then(|rest| rest.strip_suffix(" templated units reused)\n"));
+    let Some((reused, units)) = note.and_then(|n| n.split_once(" of ")) else { panic!("no memo note: {stdout}") };
+    (reused.parse().unwrap(), units.parse().unwrap())
+}
+
+#[test]
+fn the_render_memo_reuses_only_what_still_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = copy_fixture("demo", dir.path());
+    let out = dir.path().join("out");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["render", spec.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let output = tfrs(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+        output
+    };
+    let (reused, units) = memo_counts(&run(&[]));
+    assert_eq!(reused, 0, "nothing to reuse yet");
+    assert_eq!(memo_counts(&run(&[])), (units, units));
+
+    // A hand edit of a rendered file is not trusted: that unit is rendered again and the file
+    // restored.
+    let edited = out.join("clusters/demo/components/namespaces/acme-corp/servers/robot1/config/configmap-robot1-config.yaml");
+    let original = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(&edited, original.replace("prod", "hacked")).unwrap();
+    let output = run(&[]);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("(1 changed, 0 removed; "), "{}", report(&output));
+    assert_eq!(memo_counts(&output), (units - 1, units));
+    assert_eq!(std::fs::read_to_string(&edited).unwrap(), original);
+
+    // A changed value renders the units that see it, and the tree is what a render without a
+    // memo writes.
+    let servers = spec.join("servers.yaml");
+    std::fs::write(&servers, std::fs::read_to_string(&servers).unwrap().replace("TFS_PROFILE: prod", "TFS_PROFILE: staging")).unwrap();
+    let output = run(&[]);
+    let (reused, _) = memo_counts(&output);
+    assert!(reused < units && reused > units / 2, "only what sees the value is rendered: {}", report(&output));
+    assert!(std::fs::read_to_string(&edited).unwrap().contains("staging"));
+    let fresh = dir.path().join("fresh");
+    let output = tfrs(&["render", spec.to_str().unwrap(), "--out", fresh.to_str().unwrap(), "--no-memo"]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let (memoized, fresh) = (read_tree(&out), read_tree(&fresh));
+    assert_eq!(memoized.keys().collect::<Vec<_>>(), fresh.keys().collect::<Vec<_>>());
+    for (path, content) in &memoized {
+        assert_eq!(mask_ciphertext(content), mask_ciphertext(&fresh[path]), "`{path}` differs from a render without the memo");
+    }
+
+    // The memo holds stamps, identities and paths: no value from the spec or its secrets.
+    let memos: Vec<PathBuf> = std::fs::read_dir(concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert!(!memos.is_empty());
+    let openai = std::fs::read_to_string(spec.join("secrets/openai-api-key.txt")).unwrap();
+    for memo in memos {
+        let text = std::fs::read_to_string(&memo).unwrap();
+        assert!(!text.contains(openai.trim()) && !text.contains("staging") && !text.contains("Hello"), "{}", memo.display());
+    }
+}
+
+#[test]
+fn check_mode_reports_an_out_of_date_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-minimal", &out);
+    std::fs::write(out.join("clusters/bare/plan.json"), "{}").unwrap();
+    let check = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap(), "--check"]);
+    assert_eq!(check.status.code(), Some(1), "{}", report(&check));
+    assert_eq!(std::fs::read_to_string(out.join("clusters/bare/plan.json")).unwrap(), "{}", "--check never writes");
+}
+
+#[test]
+fn a_failed_render_leaves_the_previous_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-argocd-tke", &out);
+    let before = read_tree(&out);
+    let output = common::tfrs_command()
+        .args(["render", "fixtures/render-argocd-tke", "--out", out.to_str().unwrap()])
+        .env_remove("TFRS_TEST_REGISTRY_PASSWORD")
+        .env_remove("TFRS_MASTER_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "an environment problem: {}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("fixtures/render-argocd-tke/spec.yaml:") && stderr.contains("spec.imageRegistry.password"), "{stderr}");
+    assert!(stderr.contains("TFRS_TEST_REGISTRY_PASSWORD"), "{stderr}");
+    assert_eq!(before, read_tree(&out), "the previous tree is untouched");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "no temporary directories left: {leftovers:?}");
+}
+
+#[test]
+fn refuses_to_replace_a_directory_tfrs_did_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+    let output = tfrs(&["render", "fixtures/render-minimal", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("was not written by tfrs"), "{}", report(&output));
+    assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "mine");
+}
+
+#[test]
+fn the_output_directory_is_resolved_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    // `--out` inside an input directory: the rendered tree is never read back as specs.
+    let spec_dir = copy_fixture("render-minimal", dir.path());
+    let inside = spec_dir.join("out");
+    let first = tfrs(&["render", spec_dir.to_str().unwrap(), "--out", inside.to_str().unwrap()]);
+    assert_eq!(first.status.code(), Some(0), "{}", report(&first));
+    let again = tfrs(&["render", spec_dir.to_str().unwrap(), "--out", inside.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", report(&again));
+    // The working directory (or a parent of it) cannot be swapped out, and nothing is left behind.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let output = common::tfrs_command()
+        .args(["render"])
+        .arg(root().join("fixtures/render-minimal"))
+        .args(["--out", "."])
+        .current_dir(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("contains the working directory"), "{}", report(&output));
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no sibling left behind");
+    // A symlinked `--out` renders into its target.
+    let target = dir.path().join("target");
+    std::os::unix::fs::symlink(&target, dir.path().join("link")).unwrap();
+    std::fs::create_dir(&target).unwrap();
+    let output = tfrs(&["render", "fixtures/render-minimal", "--out", dir.path().join("link").to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    assert!(target.join("clusters/bare/plan.json").exists());
+    assert!(dir.path().join("link").symlink_metadata().unwrap().file_type().is_symlink());
+}
+
+#[test]
+fn rendering_other_clusters_into_a_directory_warns_about_the_ones_it_removes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-minimal", &out);
+    let output = render("render-sops-docker-desktop", &out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("warning: removing `clusters/bare/`: cluster `bare` is not in the inputs"), "{stderr}");
+    assert!(!out.join("clusters/bare").exists());
+}
+
+#[test]
+fn a_git_work_tree_is_never_replaced_but_can_be_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-minimal", &out);
+    assert!(Command::new("git").args(["init", "-q"]).current_dir(&out).status().unwrap().success());
+    let output = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is a Git work tree"), "{}", report(&output));
+    assert!(out.join(".git").exists());
+    // `--check` writes nothing: it compares a checkout's `clusters/` with the render.
+    let check = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap(), "--check"]);
+    assert_eq!(check.status.code(), Some(0), "{}", report(&check));
+}
+
+#[test]
+fn a_markdown_diff_of_a_large_change_stays_under_a_pull_request_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    assert!(Command::new("git").args(["init", "-q", "--bare", "-b", "main", repo.to_str().unwrap()]).status().unwrap().success());
+    let spec = dir.path().join("spec.yaml");
+    let mut text = format!(
+        "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRCluster\nmetadata: {{name: big}}\nspec:\n  ingress: {{domain: big.example.com}}\n  sealing: {{certFile: {}}}\n",
+        root().join("fixtures/demo/keys/sealed-secrets.pem").display()
+    );
+    for tenant in 0..40 {
+        text.push_str(&format!(
+            "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: {{name: t{tenant}}}\nspec: {{cluster: big}}\n"
+        ));
+    }
+    std::fs::write(&spec, text).unwrap();
+    let first = common::tfrs_command()
+        .args(["commit", "fixtures/render-minimal", "--repo", repo.to_str().unwrap(), "--author", "T <t@example.com>"])
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", report(&first));
+    let output = tfrs(&["diff", spec.to_str().unwrap(), "--repo", repo.to_str().unwrap(), "--format", "markdown"]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    assert!(output.stdout.len() < 65_536, "{} bytes", output.stdout.len());
+}
