@@ -65,9 +65,9 @@ spec:
   certManager: { enabled: true, version: v1.20.2 }
   istio: { enabled: true, version: 1.31.0, telemetry: true }
   operators:
-    cnpg: { enabled: true, version: 0.23.0 }
+    cnpg: { enabled: true }
     minio: { enabled: true, version: 7.1.1 }
-    rabbitmq: { enabled: true, version: 4.4.0 }
+    rabbitmq: { enabled: true }
   imageRegistry:
     secretName: cnb-registry-secret
     server: docker.cnb.cool
