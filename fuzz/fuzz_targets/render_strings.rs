@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
     for cluster in &rendered.clusters {
         for component in &cluster.components {
             for object in &component.objects {
-                if object.kind == "ConfigMap" && object.name == "bot-config" {
+                if object.id.kind == "ConfigMap" && object.id.name == "bot-config" {
                     assert_eq!(object.body()["data"]["FUZZ"].as_str(), Some(text), "configData round trip");
                 }
             }
