@@ -70,17 +70,6 @@ pub fn cluster_dirs(files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
     dirs
 }
 
-/// The clusters that have a plan in `files` (`clusters/<cluster>/plan.json`).
-#[must_use]
-pub fn planned_clusters(files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
-    files
-        .keys()
-        .filter_map(|path| path.strip_prefix(CLUSTERS)?.strip_prefix('/')?.strip_suffix(PLAN)?.strip_suffix('/'))
-        .filter(|name| !name.contains('/'))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// What a path belongs to: `(cluster, component)`. The component is its id for files under
 /// `components/`, the directory inside the cluster otherwise (`gitops`), `(root)` for the
 /// cluster's own files; outside `clusters/`, the cluster is empty and the component is the
@@ -142,7 +131,6 @@ mod tests {
         let files: BTreeMap<String, Vec<u8>> =
             [(plan_path("a"), vec![]), (format!("{dir}/x.yaml"), vec![]), ("clusters/b/c/plan.json".into(), vec![])].into_iter().collect();
         assert_eq!(cluster_dirs(&files), ["clusters/a", "clusters/b", "clusters/lab"]);
-        assert_eq!(planned_clusters(&files), ["a"]);
         assert!(is_sealed_file("clusters/a/components/x/sealedsecret-y.yaml"));
         assert!(!is_sealed_file("clusters/a/components/x/configmap-secret-y.yaml"));
     }

@@ -8,8 +8,9 @@ use std::fmt;
 
 /// An object's `apiVersion`, `kind`, `metadata.namespace` and `metadata.name`.
 ///
-/// Two ids name the same object on the API server when [`ObjectId::same_object`] says so: the
-/// server keeps one object per API group, kind, namespace and name, whatever its version.
+/// Two ids name the same object on the API server when their [`ObjectId::server_key`]s are
+/// equal: the server keeps one object per API group, kind, namespace and name, whatever its
+/// version.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectId {
@@ -73,13 +74,6 @@ impl ObjectId {
         api_group(&self.api_version)
     }
 
-    /// Whether the API server holds both as one object (same group, kind, namespace and name;
-    /// the version does not count).
-    #[must_use]
-    pub fn same_object(&self, other: &ObjectId) -> bool {
-        self.server_key() == other.server_key()
-    }
-
     /// The server's key of the object, as text: `group/Kind/namespace/name` (`Kind/…` in the
     /// core group; no namespace segment for cluster-scoped objects).
     #[must_use]
@@ -129,8 +123,8 @@ mod tests {
         assert_eq!(id.to_string(), "Deployment/shop/web");
         assert_eq!(id.server_key(), "apps/Deployment/shop/web");
         assert_eq!(id.file_name(), "deployment-web.yaml");
-        assert!(id.same_object(&ObjectId::new("apps/v1beta2", "Deployment", Some("shop"), "web")));
-        assert!(!id.same_object(&ObjectId::new("extensions/v1", "Deployment", Some("shop"), "web")));
+        assert_eq!(id.server_key(), ObjectId::new("apps/v1beta2", "Deployment", Some("shop"), "web").server_key());
+        assert_ne!(id.server_key(), ObjectId::new("extensions/v1", "Deployment", Some("shop"), "web").server_key());
         let namespace = ObjectId::new("v1", "Namespace", Some(""), "shop");
         assert_eq!(
             (namespace.namespace(), namespace.to_string(), namespace.server_key()),

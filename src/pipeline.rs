@@ -75,24 +75,6 @@ impl Setup {
         Ok(Setup { options, master: inputs::master_key(master_key)?, inputs: inputs::OsInputs { allow_outside }, now: inputs::unix_now() })
     }
 
-    /// The master key, if one was given.
-    #[must_use]
-    pub fn master(&self) -> Option<&MasterKey> {
-        self.master.as_ref()
-    }
-
-    /// The render options (templates and overrides).
-    #[must_use]
-    pub fn options(&self) -> &Options {
-        &self.options
-    }
-
-    /// Where `fromEnv` and `fromFile` values come from.
-    #[must_use]
-    pub fn secret_inputs(&self) -> &dyn crate::secrets::SecretInputs {
-        &self.inputs
-    }
-
     /// A memo over `tree` (the files of the last render into the same place) and the `table`
     /// that render recorded; `None` without a master key (the memo is keyed by it).
     #[must_use]

@@ -7,8 +7,8 @@ use super::args::AuditArgs;
 use super::stages::load;
 use crate::audit::{Needle, Scanner};
 use crate::git::remote;
-use crate::pipeline::Setup;
 use crate::render::{Options, render};
+use crate::source::inputs;
 use crate::spec::{Bundle, Spec};
 use anyhow::{Context as _, bail};
 use git2::{ObjectType, Oid, Repository, Tree};
@@ -51,8 +51,9 @@ pub fn run(args: &AuditArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
 /// Every credential of the specs, resolved as a render resolves it (with the built-in
 /// templates: they hold no credential), but the identity fields.
 fn needles(args: &AuditArgs, spec: &Spec, bundle: &Bundle) -> anyhow::Result<Vec<Needle>> {
-    let setup = Setup::new(None, args.master_key_file.as_deref(), args.allow_outside)?;
-    let rendered = match render(spec, bundle, &Options::default(), setup.secret_inputs(), setup.master()) {
+    let master = inputs::master_key(args.master_key_file.as_deref())?;
+    let secret_inputs = inputs::OsInputs { allow_outside: args.allow_outside };
+    let rendered = match render(spec, bundle, &Options::default(), &secret_inputs, master.as_ref()) {
         Ok(rendered) => rendered,
         Err(problems) => {
             std::io::stderr().lock().write_all(crate::spec::diagnostic::render(&problems.diagnostics, bundle).as_bytes())?;

@@ -48,7 +48,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         return check_report(stdout, &args.out, files.len(), &changes, args.quiet);
     }
     // NB: a tree that already holds exactly these files is left as it is (nothing to swap).
-    if changed > 0 || removed > 0 || !out.join(write::MARKER).exists() {
+    if changed > 0 || removed > 0 || !out.join(layout::RENDERED_MARKER).exists() {
         write::write(&out, &changes)?;
     }
     if let Some(file) = memo_file.as_ref() {

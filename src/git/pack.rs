@@ -38,7 +38,7 @@ impl<'a> Object<'a> {
     }
 }
 
-/// A pack written by [`write`].
+/// A pack written by [`write()`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
     /// `objects/pack/pack-<checksum>.pack`.

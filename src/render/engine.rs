@@ -1,5 +1,5 @@
-//! The render engine every template family shares: the [`Context`] that collects problems,
-//! resolved secrets and queued templates while a cluster renders; the [`Frame`] of one cluster;
+//! The render engine every template family shares: the `Context` that collects problems,
+//! resolved secrets and queued templates while a cluster renders; the `Frame` of one cluster;
 //! templated units rendered (or given back by the memo) and their objects checked; the labels
 //! every object and Secret carries. It knows nothing of any component: `cluster`, `tenant`
 //! and `server` use it, it uses none of them.

@@ -5,7 +5,7 @@
 //!   integrity gate;
 //! - [`Tree::seal`]: the Secrets sealed into their files, reusing previous ciphertext;
 //! - [`plan`]: `plan.json`, written here and read by reconcile;
-//! - [`write`]: the output directory, replaced atomically (the only I/O here);
+//! - [`write`](mod@write): the output directory, replaced atomically (the only I/O here);
 //! - [`diff`]: two trees compared per object.
 //!
 //! A [`Tree`] keeps its plaintext Secrets (zeroized on drop) until it is dropped, so that

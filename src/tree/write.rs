@@ -24,8 +24,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The marker file at the root of every directory tfrs renders.
-pub const MARKER: &str = crate::layout::RENDERED_MARKER;
+// The marker file at the root of every directory tfrs renders.
+use crate::layout::RENDERED_MARKER as MARKER;
 const MARKER_TEXT: &str = "This directory is written by `tfrs render`; it is replaced whole on every render.\n";
 
 /// The output directory as an absolute path with symlinks resolved (a symlinked `--out` renders
