@@ -77,7 +77,8 @@ pub(crate) fn unix_now() -> i64 {
 }
 
 /// `unix_seconds` as RFC 3339 UTC with whole seconds and `Z` (SOPS `lastmodified`).
-pub(crate) fn rfc3339(unix_seconds: i64) -> String {
+#[must_use]
+pub fn rfc3339(unix_seconds: i64) -> String {
     let days = unix_seconds.div_euclid(86_400);
     let secs = unix_seconds.rem_euclid(86_400);
     // Howard Hinnant's civil_from_days.

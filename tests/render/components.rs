@@ -277,7 +277,7 @@ fn a_billing_secret_expiring_soon_is_a_warning() {
     let spec_dir = copy_fixture("render-billing", dir.path());
     std::fs::write(spec_dir.join("keys.pem"), std::fs::read(root().join("fixtures/demo/keys/sealed-secrets.pem")).unwrap()).unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let soon = civil_date(now / 86_400 + 10);
+    let soon = tfrs_gitops::source::inputs::rfc3339(((now / 86_400 + 10) * 86_400) as i64)[..10].to_owned();
     let text = std::fs::read_to_string(spec_dir.join("spec.yaml"))
         .unwrap()
         .replace("2099-05-19", &soon)
@@ -287,18 +287,4 @@ fn a_billing_secret_expiring_soon_is_a_warning() {
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("spec.billing.infisical.expiresAt: the ESO machine identity's client secret expires in 10 days"), "{stderr}");
-}
-
-/// `YYYY-MM-DD` of a day count since 1970-01-01.
-fn civil_date(days: u64) -> String {
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }
