@@ -52,10 +52,11 @@ impl Tree {
         Tree { fingerprint_key, ..Tree::default() }
     }
 
-    /// A tree of files already laid out and sealed (read back from a directory or a Git tree):
-    /// no plans, nothing to seal.
+    /// A tree of files already laid out and sealed, with no plans and nothing to seal: what
+    /// the commit stage's tests commit.
+    #[cfg(test)]
     #[must_use]
-    pub fn from_files(files: Files) -> Tree {
+    pub(crate) fn from_files(files: Files) -> Tree {
         Tree { files, ..Tree::default() }
     }
 
