@@ -12,7 +12,7 @@ use crate::secrets::MasterKey;
 use crate::secrets::seal::Sealer;
 use crate::secrets::sealed::Certificate;
 use crate::source::{self, inputs, memo_cache};
-use crate::spec::diagnostic::{FileTable, Severity};
+use crate::spec::diagnostic::{FileTable, Severity, said_once};
 use crate::spec::model::SealingBackend;
 use crate::spec::{Bundle, Diagnostic, Loaded, Object, Spec};
 use crate::tree::{self, Files, Tree};
@@ -28,10 +28,10 @@ pub enum Failure {
     /// The specs, the templates or the rendered objects are invalid (the command's negative
     /// result).
     Invalid(Vec<Diagnostic>),
-    /// The environment lacks something the render needs: a master key, a variable, a file.
+    /// The environment lacks something the render needs: a master key, a variable, a file, a
+    /// readable and current sealing certificate. Each cause once; spec problems found on the way
+    /// (a cluster that needs a certificate and names none) are among them.
     Environment(Vec<Diagnostic>),
-    /// The sealing certificate of a cluster cannot be read.
-    Certificate(Diagnostic),
     /// The rendered tree of a cluster is inconsistent (two objects in one file or under one
     /// identity): the templates' problem.
     Inconsistent {
@@ -143,37 +143,66 @@ pub struct Built {
 ///
 /// # Errors
 ///
-/// See [`Failure`].
+/// See [`Failure`]. Every problem of the environment is reported at once: each cluster's
+/// certificate is read even when the render already found an unset variable or no master key.
 pub fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, memo: Option<&Memo<'_>>) -> Result<Built, Failure> {
+    let mut environment = Vec::new();
     let rendered = match render::render_with_memo(spec, bundle, &setup.options, &setup.inputs, setup.master.as_ref(), memo) {
-        Ok(rendered) => rendered,
-        Err(problems) if problems.environment => return Err(Failure::Environment(problems.diagnostics)),
-        Err(problems) => return Err(Failure::Invalid(problems.diagnostics)),
+        Ok(rendered) => Some(rendered),
+        Err(problems) if problems.environment => {
+            environment = problems.diagnostics;
+            None
+        }
+        Err(problems) => return Err(Failure::Invalid(said_once(problems.diagnostics))),
+    };
+    let mut invalid = Vec::new();
+    let mut sealers = BTreeMap::new();
+    for object in &spec.clusters {
+        // NB: unknown when the render failed; then only a named certificate is checked.
+        let needs_sealing = rendered.as_ref().map(|rendered| {
+            rendered.clusters.iter().filter(|c| c.name == object.name()).any(|c| c.components.iter().any(|c| !c.secrets.is_empty()))
+        });
+        match sealer(object, bundle, needs_sealing, setup.now) {
+            Ok(sealer) => drop(sealers.insert(object.name(), sealer)),
+            Err(SealerProblem::Environment(diagnostic)) => environment.push(diagnostic),
+            Err(SealerProblem::Spec(diagnostic)) => invalid.push(diagnostic),
+        }
+    }
+    let rendered = match rendered {
+        Some(rendered) if environment.is_empty() && invalid.is_empty() => rendered,
+        _ if environment.is_empty() => return Err(Failure::Invalid(invalid)),
+        _ => {
+            environment.extend(invalid);
+            environment.sort_by_key(|d| d.origin);
+            return Err(Failure::Environment(said_once(environment)));
+        }
     };
     let mut tree = Tree::new(setup.master.as_ref().map(MasterKey::fingerprint_key));
     for cluster in rendered.clusters {
-        let Some(object) = spec.clusters.iter().find(|c| c.name() == cluster.name) else { continue };
-        let needs_sealing = cluster.components.iter().any(|c| !c.secrets.is_empty());
-        let sealer = sealer(object, bundle, needs_sealing, setup.now)?;
+        let Some(sealer) = sealers.remove(cluster.name.as_str()) else { continue };
+        let name = cluster.name.clone();
         tree.add(cluster, sealer).map_err(|error| {
-            if error.is_inconsistent() {
-                Failure::Inconsistent { cluster: object.name().to_owned(), error: Box::new(error) }
-            } else {
-                Failure::Other(error.into())
-            }
+            if error.is_inconsistent() { Failure::Inconsistent { cluster: name, error: Box::new(error) } } else { Failure::Other(error.into()) }
         })?;
     }
     Ok(Built { tree, memo: rendered.memo, reused: rendered.reused })
 }
 
+/// Why a cluster has no sealer: the spec's problem, or the environment's (its certificate).
+enum SealerProblem {
+    Spec(Diagnostic),
+    Environment(Diagnostic),
+}
+
 /// How a cluster's Secrets are sealed, from `spec.sealing`: its certificate read (relative to
-/// the spec file) and checked against the clock, or its age recipients.
+/// the spec file) and checked against the clock, or its age recipients. `needs_sealing` is
+/// whether the cluster has Secrets, when known.
 fn sealer(
     cluster: &Object<crate::spec::model::ClusterSpec>,
     bundle: &Bundle,
-    needs_sealing: bool,
+    needs_sealing: Option<bool>,
     now: i64,
-) -> Result<Option<Sealer>, Failure> {
+) -> Result<Option<Sealer>, SealerProblem> {
     let sealing = &cluster.spec.sealing;
     const FIELD: &str = "spec.sealing.certFile";
     let origin = cluster.locate(FIELD);
@@ -182,26 +211,30 @@ fn sealer(
             Ok(Some(Sealer::SopsAge { recipients: sealing.age_recipients.clone(), lastmodified: inputs::rfc3339(now) }))
         }
         SealingBackend::SealedSecrets if sealing.cert_file.is_empty() => {
-            if !needs_sealing {
+            if needs_sealing != Some(true) {
                 return Ok(None);
             }
-            Err(Failure::Invalid(vec![
+            Err(SealerProblem::Spec(
                 Diagnostic::error(origin, FIELD, "a controller certificate is required to seal Secrets with `sealed-secrets`")
                     .with_help("fetch it with `kubeseal --fetch-cert > cert.pem` and set `spec.sealing.certFile: cert.pem`"),
-            ]))
+            ))
         }
         SealingBackend::SealedSecrets => {
             let spec_file = bundle.name(origin.file);
             let path = Path::new(spec_file).parent().unwrap_or(Path::new("")).join(&sealing.cert_file);
             let pem = std::fs::read_to_string(&path).map_err(|error| {
-                Failure::Certificate(
+                SealerProblem::Environment(
                     Diagnostic::error(origin, FIELD, format!("cannot read `{}`: {error}", path.display()))
-                        .with_help("fetch it with `kubeseal --fetch-cert > cert.pem`; the path is relative to the spec file"),
+                        .with_help("fetch it with `kubeseal --fetch-cert > cert.pem`; the path is relative to the spec file")
+                        .with_cause(format!("certificate {}", path.display())),
                 )
             })?;
             match Certificate::from_pem(&pem, now) {
                 Ok(certificate) => Ok(Some(Sealer::SealedSecrets { certificate })),
-                Err(error) => Err(Failure::Invalid(vec![Diagnostic::error(origin, FIELD, format!("`{}`: {error}", path.display()))])),
+                Err(error) => Err(SealerProblem::Environment(
+                    Diagnostic::error(origin, FIELD, format!("`{}`: {error}", path.display()))
+                        .with_cause(format!("certificate {}", path.display())),
+                )),
             }
         }
     }

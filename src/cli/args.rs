@@ -399,6 +399,22 @@ pub struct ValidateArgs {
     /// Print errors only, not warnings.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also check everything `render` needs from the environment, all at once and without
+    /// writing: the master key, `fromEnv` variables, `fromFile` files, the sealing
+    /// certificates, the `OPERATOR_*` overrides, the templates. Then a valid result means
+    /// `render` succeeds, and the exit status is the one `render` would give (2 for the
+    /// environment).
+    #[arg(long)]
+    pub render_env: bool,
+    /// With `--render-env`: a directory of templates that replace built-in ones.
+    #[arg(long, value_name = "DIR", requires = "render_env")]
+    pub templates: Option<PathBuf>,
+    /// With `--render-env`: file holding the master key (else `TFRS_MASTER_KEY`).
+    #[arg(long, value_name = "FILE", requires = "render_env")]
+    pub master_key_file: Option<PathBuf>,
+    /// With `--render-env`: accept `fromFile` paths outside the spec file's directory.
+    #[arg(long, requires = "render_env")]
+    pub allow_outside: bool,
 }
 
 /// `tfrs unseal`.

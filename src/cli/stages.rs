@@ -4,7 +4,7 @@
 use super::args::RenderSettings;
 use crate::pipeline::{self, Failure, Setup};
 use crate::spec::diagnostic::{FileTable, render};
-use crate::spec::{Bundle, Diagnostic, Spec};
+use crate::spec::{Bundle, Spec};
 use crate::tree::Tree;
 use anyhow::bail;
 use std::io::Write;
@@ -61,12 +61,8 @@ pub(crate) fn report(failure: Failure, files: &dyn FileTable) -> anyhow::Result<
         // environment error; the report still names each field.
         Failure::Environment(diagnostics) => {
             stderr.write_all(render(&diagnostics, files).as_bytes())?;
-            let count = diagnostics.len();
+            let count = diagnostics.iter().filter(|d| d.is_error()).count();
             bail!("{count} problem{} with the render environment; nothing was written", plural(count))
-        }
-        Failure::Certificate(diagnostic) => {
-            stderr.write_all(render(std::slice::from_ref::<Diagnostic>(&diagnostic), files).as_bytes())?;
-            bail!("the sealing certificate cannot be read; nothing was written")
         }
         // NB: the templates' problem, not the environment's: reported like a template problem
         // (exit 1), and nothing is written.

@@ -23,6 +23,9 @@ pub fn run(args: &ValidateArgs, stdout: &mut dyn Write) -> anyhow::Result<Status
         writeln!(stderr, "error: {} in {}{}", plural(errors, "error"), plural(files.len(), "file"), warning_note(warnings))?;
         return Ok(Status::Failure);
     };
+    if args.render_env && !render_env(args, &spec, &bundle)? {
+        return Ok(Status::Failure);
+    }
     for field in &args.explain {
         let explanations = explain::explain(&spec, field);
         if explanations.is_empty() {
@@ -46,6 +49,17 @@ pub fn run(args: &ValidateArgs, stdout: &mut dyn Write) -> anyhow::Result<Status
         warning_note(warnings)
     )?;
     Ok(Status::Success)
+}
+
+/// `--render-env`: renders and seals in memory, as `render` would, and reports its failure the
+/// way `render` does. `false` for an invalid render (exit 1); an error for the environment.
+fn render_env(args: &ValidateArgs, spec: &crate::spec::Spec, bundle: &crate::spec::Bundle) -> anyhow::Result<bool> {
+    use crate::pipeline::{self, Setup};
+    let setup = Setup::new(args.templates.as_deref(), args.master_key_file.as_deref(), args.allow_outside)?;
+    match pipeline::build_sealed(spec, bundle, &setup) {
+        Ok(_) => Ok(true),
+        Err(failure) => super::stages::report(failure, bundle).map(|()| false),
+    }
 }
 
 fn plural(count: usize, noun: &str) -> String {

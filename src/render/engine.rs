@@ -9,7 +9,7 @@ use super::graph::Graph;
 use super::memo::{self, Memo};
 use super::names::{CLUSTER_LABEL, COMPONENT, MANAGED_BY, PART_OF};
 use super::{Component, Options, ResolvedSecret, Resource};
-use crate::secrets::resolve::{SecretInputs, resolve};
+use crate::secrets::resolve::{ResolveError, SecretInputs, resolve};
 use crate::secrets::{MasterKey, PlainSecret, Scope as SealScope};
 use crate::spec::diagnostic::FileTable;
 use crate::spec::model::SecretSource;
@@ -75,7 +75,15 @@ impl<'a> Context<'a> {
                 Some(value)
             }
             Err(error) => {
-                self.errors.push(Diagnostic::error(origin, field, error.to_string()));
+                // NB: one cause, said once: the missing master key, one unset variable, one
+                // unreadable file (a `fromFile` path is relative to the spec file's directory).
+                let cause = match &error {
+                    ResolveError::File { .. } => {
+                        format!("{}: {error}", std::path::Path::new(&spec_file).parent().unwrap_or(std::path::Path::new("")).display())
+                    }
+                    _ => error.to_string(),
+                };
+                self.errors.push(Diagnostic::error(origin, field, error.to_string()).with_cause(cause));
                 self.environment = true;
                 None
             }

@@ -15,6 +15,9 @@ pub struct SourceFile {
     pub text: String,
 }
 
+/// How the display names of the built-in overlays begin.
+const BUILTIN_PREFIX: &str = "<builtin>/";
+
 /// The overlays built into the binary, by name.
 pub const BUILTIN_OVERLAYS: &[(&str, &str)] = &[
     ("dev", include_str!("../../overlays/dev.yaml")),
@@ -43,10 +46,16 @@ impl Bundle {
     pub fn with_builtins() -> Self {
         let mut bundle = Bundle::default();
         for (name, text) in BUILTIN_OVERLAYS {
-            let index = bundle.add(SourceFile { name: format!("<builtin>/overlays/{name}.yaml"), text: (*text).to_owned() });
+            let index = bundle.add(SourceFile { name: format!("{BUILTIN_PREFIX}overlays/{name}.yaml"), text: (*text).to_owned() });
             bundle.overlays.insert((*name).to_owned(), index);
         }
         bundle
+    }
+
+    /// Whether file `index` is one of the built-in overlays (no file the user wrote).
+    #[must_use]
+    pub fn is_builtin(&self, index: usize) -> bool {
+        self.files[index].name.starts_with(BUILTIN_PREFIX)
     }
 
     /// Adds a file and returns its index.

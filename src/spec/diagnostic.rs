@@ -27,19 +27,54 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// The source line may hold a secret: the report shows no excerpt.
     pub sensitive: bool,
+    /// What the problem comes from when other diagnostics can share it (no master key, an unset
+    /// variable, an unreadable file): diagnostics with one cause are said once ([`said_once`]).
+    pub cause: Option<String>,
+    /// The other places the same cause affects, gathered by [`said_once`].
+    pub also: Vec<Place>,
+    /// A reference to an object that no input defines. Not said when an input could not be
+    /// parsed, since that input may define it ([`without_follow_ons`]).
+    pub reference: bool,
+}
+
+/// Another place a diagnostic's cause affects: where, and which field.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Place {
+    /// Where it is.
+    pub origin: Origin,
+    /// The field path.
+    pub path: String,
 }
 
 impl Diagnostic {
     /// An error.
     #[must_use]
     pub fn error(origin: Origin, path: impl Into<String>, message: impl Into<String>) -> Self {
-        Diagnostic { origin, severity: Severity::Error, path: path.into(), message: message.into(), help: None, sensitive: false }
+        Diagnostic::new(origin, Severity::Error, path.into(), message.into())
     }
 
     /// A warning.
     #[must_use]
     pub fn warning(origin: Origin, path: impl Into<String>, message: impl Into<String>) -> Self {
-        Diagnostic { origin, severity: Severity::Warning, path: path.into(), message: message.into(), help: None, sensitive: false }
+        Diagnostic::new(origin, Severity::Warning, path.into(), message.into())
+    }
+
+    fn new(origin: Origin, severity: Severity, path: String, message: String) -> Self {
+        Diagnostic { origin, severity, path, message, help: None, sensitive: false, cause: None, also: Vec::new(), reference: false }
+    }
+
+    /// Names the cause this diagnostic may share with others (see [`said_once`]).
+    #[must_use]
+    pub fn with_cause(mut self, cause: impl Into<String>) -> Self {
+        self.cause = Some(cause.into());
+        self
+    }
+
+    /// Marks this as a reference to an undefined object (see [`without_follow_ons`]).
+    #[must_use]
+    pub fn as_reference(mut self) -> Self {
+        self.reference = true;
+        self
     }
 
     /// Adds a fix hint.
@@ -71,6 +106,49 @@ pub trait FileTable: Sync {
     fn text(&self, index: usize) -> &str;
 }
 
+/// Says every cause once: a diagnostic whose [`Diagnostic::cause`] an earlier one already
+/// names becomes a [`Place`] of that one's `also`, in order. Diagnostics without a cause stay
+/// as they are.
+#[must_use]
+pub fn said_once(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::with_capacity(diagnostics.len());
+    let mut first: std::collections::HashMap<(Severity, String), usize> = std::collections::HashMap::new();
+    for diagnostic in diagnostics {
+        let Some(cause) = diagnostic.cause.clone() else {
+            out.push(diagnostic);
+            continue;
+        };
+        match first.entry((diagnostic.severity, cause)) {
+            std::collections::hash_map::Entry::Occupied(at) => {
+                let place = Place { origin: diagnostic.origin, path: diagnostic.path };
+                let kept = &mut out[*at.get()];
+                if (kept.origin, &kept.path) != (place.origin, &place.path) && !kept.also.contains(&place) {
+                    kept.also.push(place);
+                }
+                kept.also.extend(diagnostic.also);
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(out.len());
+                out.push(diagnostic);
+            }
+        }
+    }
+    out
+}
+
+/// Drops the references to undefined objects when some input could not be parsed
+/// (`unparsed`): that input may define them, so they follow from its syntax error.
+#[must_use]
+pub fn without_follow_ons(diagnostics: Vec<Diagnostic>, unparsed: bool) -> Vec<Diagnostic> {
+    if !unparsed {
+        return diagnostics;
+    }
+    diagnostics.into_iter().filter(|d| !d.reference).collect()
+}
+
+/// How many places of `also` a report lists before it says how many more there are.
+const ALSO_SHOWN: usize = 20;
+
 /// Prints diagnostics: the `file:line:col: path: message` line, the source line with a caret
 /// under the column, and the help. Warnings say `warning:` after the location.
 #[must_use]
@@ -98,6 +176,12 @@ pub fn render(diagnostics: &[Diagnostic], files: &dyn FileTable) -> String {
             let _ = writeln!(out, "{pad} |");
             let _ = writeln!(out, "{number} | {line}");
             let _ = writeln!(out, "{pad} | {caret_at}^");
+        }
+        for place in diagnostic.also.iter().take(ALSO_SHOWN) {
+            let _ = writeln!(out, "  = also at {}:{}:{}: {}", files.name(place.origin.file), place.origin.line, place.origin.column, place.path);
+        }
+        if diagnostic.also.len() > ALSO_SHOWN {
+            let _ = writeln!(out, "  = and {} more places", diagnostic.also.len() - ALSO_SHOWN);
         }
         if let Some(help) = &diagnostic.help {
             let _ = writeln!(out, "  = help: {help}");

@@ -166,7 +166,7 @@ pub(crate) fn dangling<'a>(
 ) -> Diagnostic {
     let listed: Vec<String> = known.clone().map(|k| format!("`{k}`")).collect();
     let defined = if listed.is_empty() { "none is defined".to_owned() } else { format!("defined: {}", listed.join(", ")) };
-    let mut diagnostic = Diagnostic::error(origin, path, format!("unknown {kind} `{name}` ({defined})"));
+    let mut diagnostic = Diagnostic::error(origin, path, format!("unknown {kind} `{name}` ({defined})")).as_reference();
     if let Some(close) = did_you_mean(name, known) {
         diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
     }

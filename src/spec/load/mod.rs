@@ -42,7 +42,8 @@ impl<S> Object<S> {
     /// ancestor that exists.
     #[must_use]
     pub fn locate(&self, path: &str) -> Origin {
-        locate(&self.tree, path)
+        let origin = locate(&self.tree, path);
+        self.layers.iter().find(|layer| layer.spec.origin.file == origin.file).and_then(|layer| layer.selected_at).unwrap_or(origin)
     }
 }
 
@@ -53,6 +54,9 @@ pub struct Layer {
     pub label: String,
     /// The spec fragment (the value of `spec:`).
     pub spec: Node,
+    /// For a built-in overlay that a cluster's `spec.overlays` names: that entry. What the
+    /// overlay sets is located there, in the user's file, not in a file the user never wrote.
+    pub selected_at: Option<Origin>,
 }
 
 /// The validated input: every cluster, tenant and server.
@@ -123,7 +127,7 @@ pub fn load(bundle: &Bundle) -> Loaded {
     let mut out = Vec::new();
     let schemas: BTreeMap<Kind, Json> = Kind::ALL.into_iter().map(|k| (k, k.raw_schema())).collect();
     let overlays = parse_overlays(bundle, &schemas, &mut out);
-    let documents = parse_documents(bundle, &mut out);
+    let (documents, unparsed) = parse_documents(bundle, &mut out);
     let cluster_overlays = cluster_overlays(&documents, &overlays, bundle, &mut out);
     let known = known_names(&documents);
     let inputs = BuildInputs {
@@ -136,18 +140,24 @@ pub fn load(bundle: &Bundle) -> Loaded {
     };
     let spec = build_all(documents, &inputs, &mut out);
     check::check(&spec, &known, bundle, &mut out);
-    finish(spec, out)
+    finish(spec, super::diagnostic::without_follow_ons(out, unparsed))
 }
 
-/// Every document of every spec file that has a known `kind`, in file order.
-fn parse_documents(bundle: &Bundle, out: &mut Vec<Diagnostic>) -> Vec<(Kind, Node)> {
+/// Every document of every spec file that has a known `kind`, in file order, and whether some
+/// file could not be parsed (its objects are then unknown).
+fn parse_documents(bundle: &Bundle, out: &mut Vec<Diagnostic>) -> (Vec<(Kind, Node)>, bool) {
     let mut documents = Vec::new();
+    let mut unparsed = false;
     for &file in &bundle.specs {
         let text = &bundle.files[file].text;
         let parsed = match yaml::parse(file, text) {
             Ok(parsed) => parsed,
             Err(errors) => {
-                out.extend(errors.into_iter().map(|e| Diagnostic::error(e.origin, "(document)", e.message)));
+                unparsed = true;
+                out.extend(errors.into_iter().map(|e| {
+                    Diagnostic::error(e.origin, "(document)", e.message)
+                        .with_help("no object of this file is read until it parses, so references to them are not checked either")
+                }));
                 continue;
             }
         };
@@ -157,7 +167,7 @@ fn parse_documents(bundle: &Bundle, out: &mut Vec<Diagnostic>) -> Vec<(Kind, Nod
             }
         }
     }
-    documents
+    (documents, unparsed)
 }
 
 /// The cluster each tenant document names.
@@ -195,7 +205,7 @@ struct BuildInputs<'a> {
     bundle: &'a Bundle,
     schemas: &'a BTreeMap<Kind, Json>,
     overlays: &'a BTreeMap<String, Vec<OverlayDocument>>,
-    cluster_overlays: &'a BTreeMap<String, Vec<String>>,
+    cluster_overlays: &'a BTreeMap<String, Vec<(String, Origin)>>,
     tenant_clusters: &'a BTreeMap<String, String>,
     known: &'a BTreeMap<Kind, BTreeSet<String>>,
 }
@@ -247,18 +257,18 @@ fn overlay_layers(kind: Kind, document: &Node, inputs: &BuildInputs<'_>) -> Vec<
             document.get("spec").and_then(|s| s.get("tenant")).and_then(Node::as_str).and_then(|t| inputs.tenant_clusters.get(t).cloned())
         }
     };
-    let mut names: Vec<String> = cluster.and_then(|c| inputs.cluster_overlays.get(&c).cloned()).unwrap_or_default();
-    names.extend(inputs.bundle.extra_overlays.iter().cloned());
+    let selected = cluster.and_then(|c| inputs.cluster_overlays.get(&c)).into_iter().flatten();
+    let mut names: Vec<(&str, Option<Origin>)> = selected.map(|(name, at)| (name.as_str(), Some(*at))).collect();
+    names.extend(inputs.bundle.extra_overlays.iter().map(|name| (name.as_str(), None)));
     names
-        .iter()
-        .flat_map(|name| {
-            inputs
-                .overlays
-                .get(name)
-                .into_iter()
-                .flatten()
-                .filter(|o| o.kind == kind)
-                .map(move |o| Layer { label: format!("overlay `{name}`"), spec: o.spec.clone() })
+        .into_iter()
+        .flat_map(|(name, at)| {
+            let built_in = inputs.bundle.overlays.get(name).is_some_and(|&file| inputs.bundle.is_builtin(file));
+            inputs.overlays.get(name).into_iter().flatten().filter(|o| o.kind == kind).map(move |o| Layer {
+                label: format!("overlay `{name}`"),
+                spec: o.spec.clone(),
+                selected_at: at.filter(|_| built_in),
+            })
         })
         .collect()
 }
@@ -361,7 +371,7 @@ fn read_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
 /// Merges the layers under the document's spec, validates the result and deserializes it.
 fn build<S: DeserializeOwned>(mut document: Node, mut layers: Vec<Layer>, schema: &Json, out: &mut Vec<Diagnostic>) -> Option<Object<S>> {
     if let Some(own) = document.get("spec") {
-        layers.push(Layer { label: "spec".to_owned(), spec: own.clone() });
+        layers.push(Layer { label: "spec".to_owned(), spec: own.clone(), selected_at: None });
         let merged = layers.iter().skip(1).fold(layers[0].spec.clone(), |acc, layer| merge(&acc, &layer.spec));
         if let Value::Map(entries) = &mut document.value
             && let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec")

@@ -92,14 +92,15 @@ fn spec_schema(document: &Json) -> Json {
     spec
 }
 
-/// Which overlays each cluster asks for (from its own spec: overlays cannot name overlays).
+/// Which overlays each cluster asks for, with the `spec.overlays` entry that names each (from its
+/// own spec: overlays cannot name overlays).
 pub(super) fn cluster_overlays(
     documents: &[(Kind, Node)],
     overlays: &BTreeMap<String, Vec<OverlayDocument>>,
     bundle: &Bundle,
     out: &mut Vec<Diagnostic>,
-) -> BTreeMap<String, Vec<String>> {
-    let mut cluster_overlays: BTreeMap<String, Vec<String>> = BTreeMap::new();
+) -> BTreeMap<String, Vec<(String, Origin)>> {
+    let mut cluster_overlays: BTreeMap<String, Vec<(String, Origin)>> = BTreeMap::new();
     for (kind, document) in documents {
         if *kind != Kind::Cluster {
             continue;
@@ -110,7 +111,7 @@ pub(super) fn cluster_overlays(
             for (index, item) in items.iter().enumerate() {
                 let Some(overlay) = item.as_str() else { continue };
                 if overlays.contains_key(overlay) {
-                    names.push(overlay.to_owned());
+                    names.push((overlay.to_owned(), item.origin));
                 } else {
                     out.push(unknown_overlay(item.origin, &format!("spec.overlays[{index}]"), overlay, bundle));
                 }
