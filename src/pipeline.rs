@@ -164,8 +164,8 @@ pub fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, memo: Option<&Memo<'_>
         });
         match sealer(object, bundle, needs_sealing, setup.now) {
             Ok(sealer) => drop(sealers.insert(object.name(), sealer)),
-            Err(SealerProblem::Environment(diagnostic)) => environment.push(diagnostic),
-            Err(SealerProblem::Spec(diagnostic)) => invalid.push(diagnostic),
+            Err(SealerProblem::Environment(diagnostic)) => environment.push(*diagnostic),
+            Err(SealerProblem::Spec(diagnostic)) => invalid.push(*diagnostic),
         }
     }
     let rendered = match rendered {
@@ -182,7 +182,11 @@ pub fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, memo: Option<&Memo<'_>
         let Some(sealer) = sealers.remove(cluster.name.as_str()) else { continue };
         let name = cluster.name.clone();
         tree.add(cluster, sealer).map_err(|error| {
-            if error.is_inconsistent() { Failure::Inconsistent { cluster: name, error: Box::new(error) } } else { Failure::Other(error.into()) }
+            if error.is_inconsistent() {
+                Failure::Inconsistent { cluster: name, error: Box::new(error) }
+            } else {
+                Failure::Other(error.into())
+            }
         })?;
     }
     Ok(Built { tree, memo: rendered.memo, reused: rendered.reused })
@@ -190,8 +194,8 @@ pub fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, memo: Option<&Memo<'_>
 
 /// Why a cluster has no sealer: the spec's problem, or the environment's (its certificate).
 enum SealerProblem {
-    Spec(Diagnostic),
-    Environment(Diagnostic),
+    Spec(Box<Diagnostic>),
+    Environment(Box<Diagnostic>),
 }
 
 /// How a cluster's Secrets are sealed, from `spec.sealing`: its certificate read (relative to
@@ -214,27 +218,27 @@ fn sealer(
             if needs_sealing != Some(true) {
                 return Ok(None);
             }
-            Err(SealerProblem::Spec(
+            Err(SealerProblem::Spec(Box::new(
                 Diagnostic::error(origin, FIELD, "a controller certificate is required to seal Secrets with `sealed-secrets`")
                     .with_help("fetch it with `kubeseal --fetch-cert > cert.pem` and set `spec.sealing.certFile: cert.pem`"),
-            ))
+            )))
         }
         SealingBackend::SealedSecrets => {
             let spec_file = bundle.name(origin.file);
             let path = Path::new(spec_file).parent().unwrap_or(Path::new("")).join(&sealing.cert_file);
             let pem = std::fs::read_to_string(&path).map_err(|error| {
-                SealerProblem::Environment(
+                SealerProblem::Environment(Box::new(
                     Diagnostic::error(origin, FIELD, format!("cannot read `{}`: {error}", path.display()))
                         .with_help("fetch it with `kubeseal --fetch-cert > cert.pem`; the path is relative to the spec file")
                         .with_cause(format!("certificate {}", path.display())),
-                )
+                ))
             })?;
             match Certificate::from_pem(&pem, now) {
                 Ok(certificate) => Ok(Some(Sealer::SealedSecrets { certificate })),
-                Err(error) => Err(SealerProblem::Environment(
+                Err(error) => Err(SealerProblem::Environment(Box::new(
                     Diagnostic::error(origin, FIELD, format!("`{}`: {error}", path.display()))
                         .with_cause(format!("certificate {}", path.display())),
-                )),
+                ))),
             }
         }
     }

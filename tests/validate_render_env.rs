@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{fixture_command, root};
+use common::{fixture_command, report, root};
 use std::process::Output;
 
 fn run(args: &[&str], master_key: bool) -> Output {
@@ -35,8 +35,8 @@ fn validate_with_the_render_environment_agrees_with_render_on_every_fixture() {
                 validate.status.code(),
                 render.status.code(),
                 "{input} (master key: {master_key}): validate --render-env and render disagree\nvalidate:\n{}\nrender:\n{}",
-                stderr(&validate),
-                stderr(&render)
+                report(&validate),
+                report(&render)
             );
             compared += 1;
         }

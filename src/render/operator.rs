@@ -146,7 +146,11 @@ fn settings(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> Setting
         };
         if let Err(expected) = check(&value) {
             let at = if from_env { format!("`{variable}` (which overrides it)") } else { "the spec".to_owned() };
-            let diagnostic = crate::spec::Diagnostic::error(cluster.locate(field), field, format!("expected {expected}, found an invalid value in {at}"));
+            let diagnostic = crate::spec::Diagnostic::error(
+                cluster.locate(field),
+                field,
+                format!("expected {expected}, found an invalid value in {at}"),
+            );
             // NB: a bad variable is one cause however many clusters it overrides.
             context.errors.push(if from_env { diagnostic.with_cause(format!("{variable}: {expected}")) } else { diagnostic });
             context.environment |= from_env;

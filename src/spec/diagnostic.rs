@@ -178,7 +178,14 @@ pub fn render(diagnostics: &[Diagnostic], files: &dyn FileTable) -> String {
             let _ = writeln!(out, "{pad} | {caret_at}^");
         }
         for place in diagnostic.also.iter().take(ALSO_SHOWN) {
-            let _ = writeln!(out, "  = also at {}:{}:{}: {}", files.name(place.origin.file), place.origin.line, place.origin.column, place.path);
+            let _ = writeln!(
+                out,
+                "  = also at {}:{}:{}: {}",
+                files.name(place.origin.file),
+                place.origin.line,
+                place.origin.column,
+                place.path
+            );
         }
         if diagnostic.also.len() > ALSO_SHOWN {
             let _ = writeln!(out, "  = and {} more places", diagnostic.also.len() - ALSO_SHOWN);
