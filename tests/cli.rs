@@ -208,6 +208,10 @@ fn reports_never_echo_secret_literals() {
         assert!(text.contains("spec.redis.password"), "{text}");
         assert!(!text.contains("hunter2"), "{scenario} leaks the secret:\n{text}");
     }
+    // A literal credential in confzData: named by its key, never echoed.
+    let output = tfrs(&["validate", "fixtures/err-confz-overrides-credential"]);
+    let text = report(&output);
+    assert!(text.contains("`[postgresql] password`") && !text.contains("dev-only-literal-pg-password"), "{text}");
     let output = tfrs(&["validate", "fixtures/demo", "--explain", "spec.imageRegistry.username.value"]);
     assert!(!report(&output).contains("cnb\""), "{}", report(&output));
 }

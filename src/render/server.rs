@@ -180,8 +180,9 @@ pub(crate) fn render(
 }
 
 /// Resolves a server's `secretData` (over `cluster/<cluster>/server/<server>/secretData/<KEY>`)
-/// and builds its ConfigMap data and `config.toml`. `None` (with the problem recorded) when
-/// `confzData` is not TOML.
+/// and builds its ConfigMap data and `config.toml`; records the literal credentials of
+/// `confzData` (`…/server/<server>/confzData/<table>.<key>`) with the resolved secrets. `None`
+/// (with the problem recorded) when `confzData` is not TOML.
 fn resolve<'a>(
     context: &mut Context<'_>,
     frame: &Frame<'_>,
@@ -205,6 +206,12 @@ fn resolve<'a>(
             return None;
         }
     };
+    // NB: literal credentials of confzData are credentials too: `tfrs audit` searches them.
+    for (key, value) in super::confz::literal_credentials(spec) {
+        let path = format!("cluster/{cluster_name}/server/{name}/confzData/{key}");
+        let field = format!("spec.confzData.{key}");
+        context.resolved.push(super::ResolvedSecret { path, field, value: Zeroizing::new(value.as_bytes().to_vec()) });
+    }
     let config_data = config_data(name, spec, &unit.owner.spec);
     let robot = credentials.robots.get(name);
     Some(Owned { name, namespace, secret_data, config_data, confz, robot, robot_names: RobotNames::new(name) })

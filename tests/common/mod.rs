@@ -70,6 +70,10 @@ pub const ESO_CLIENT_SECRET: &str = "eso-client-secret-test-c7a2";
 pub const REDIS_PASSWORD: &str = "test-redis-password-2b1e";
 #[allow(dead_code)]
 pub const REGISTRY_PASSWORD: &str = "test-registry-token-7f3a9c";
+/// The literal Redis password `render-servers` gives its server `everything` in `confzData`
+/// (named in `confzCredentialOverrides`; a test-only value).
+#[allow(dead_code)]
+pub const OUTSIDE_REDIS_PASSWORD: &str = "outside-redis-literal-4c8e";
 
 /// `tfrs_command()` with the environment the render fixtures read: the demo master key and the
 /// `fromEnv` values of the fixtures (all test-only values).

@@ -1,7 +1,9 @@
 //! Secrets in a rendered tree: no plaintext is written, sealed and SOPS-encrypted Secrets open to
 //! the expected values, and missing or unusable credentials stop the render naming the field.
 
-use super::common::{self, ESO_CLIENT_ID, ESO_CLIENT_SECRET, OPENAI_KEY, REDIS_PASSWORD, REGISTRY_PASSWORD, RENDER_FIXTURES};
+use super::common::{
+    self, ESO_CLIENT_ID, ESO_CLIENT_SECRET, OPENAI_KEY, OUTSIDE_REDIS_PASSWORD, REDIS_PASSWORD, REGISTRY_PASSWORD, RENDER_FIXTURES,
+};
 use super::{copy_fixture, master_key, read_tree, render, report, root, tfrs, tool, unseal_all};
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -26,6 +28,7 @@ fn no_plaintext_secret_is_written() {
         OPENAI_KEY.to_owned(),
         "sk-file-anthropic-0042".to_owned(),
         "literal-token-9d2".to_owned(),
+        OUTSIDE_REDIS_PASSWORD.to_owned(),
         ESO_CLIENT_ID.to_owned(),
         ESO_CLIENT_SECRET.to_owned(),
     ];
@@ -187,8 +190,15 @@ fn confz_holds_the_same_credentials_as_the_middleware_secrets() {
         assert_eq!(confz["postgresql"]["dbname"].as_str(), Some(namespace));
         assert_eq!(confz["postgresql"]["host"].as_str(), Some(format!("{namespace}-pg-rw").as_str()));
         let redis = secret("redis", &format!("{namespace}-redis-credentials"));
-        assert_eq!(confz["redis"]["password"].as_str(), Some(redis["password"].as_str()));
-        assert_eq!(confz["redis"]["host"].as_str(), Some(format!("redis.{namespace}.svc.cluster.local").as_str()));
+        if server == "everything" {
+            // An outside Redis: its literal password replaces the generated one, named in
+            // `confzCredentialOverrides`.
+            assert_eq!(confz["redis"]["password"].as_str(), Some(OUTSIDE_REDIS_PASSWORD));
+            assert_eq!(confz["redis"]["host"].as_str(), Some("cache.umbrella-corp.example.org"));
+        } else {
+            assert_eq!(confz["redis"]["password"].as_str(), Some(redis["password"].as_str()));
+            assert_eq!(confz["redis"]["host"].as_str(), Some(format!("redis.{namespace}.svc.cluster.local").as_str()));
+        }
         let mq = secret("rabbitmq", &format!("{namespace}-rabbitmq-credentials"));
         let url = confz["celery"]["broker_url"].as_str().unwrap();
         let rest = url.strip_prefix("amqp://").unwrap();

@@ -1,11 +1,12 @@
 //! Checks across fields and objects that a schema cannot express: references, namespaces,
-//! personal tenants, shared middleware, secret sources, ConfzData TOML.
+//! personal tenants, shared middleware, secret sources, ConfzData TOML and its credential keys.
 //!
-//! One file per kind (`cluster.rs`, with its billing in `billing.rs`, `tenant.rs`, `server.rs`)
-//! and one for the checks across tenants (`namespaces.rs`).
+//! One file per kind (`cluster.rs`, with its billing in `billing.rs`, `tenant.rs`, `server.rs`,
+//! with its ConfzData in `confz.rs`) and one for the checks across tenants (`namespaces.rs`).
 
 mod billing;
 mod cluster;
+mod confz;
 mod namespaces;
 mod server;
 mod tenant;

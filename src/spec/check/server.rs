@@ -1,5 +1,5 @@
 //! The checks of one `TFRServer`: its name, tenant and host, its jobs, its environment and
-//! its ConfzData TOML.
+//! (in `confz.rs`) its ConfzData.
 
 use super::{MAX_SERVER, dangling, secret_warnings};
 use crate::spec::diagnostic::{Diagnostic, FileTable};
@@ -37,11 +37,7 @@ impl Servers<'_> {
         self.host(server, tenant, hosts, out);
         jobs(server, tenant, out);
         environment(server, &tenant.spec, out);
-        if !spec.confz_data.is_empty()
-            && let Err(error) = spec.confz_data.parse::<toml::Table>()
-        {
-            out.push(confz_error(server, &error, self.files));
-        }
+        super::confz::check_confz(server, self.files, out);
         let sources: Vec<(String, &SecretSource)> = spec.secret_data.iter().map(|(k, v)| (format!("spec.secretData.{k}"), v)).collect();
         secret_warnings(server, &sources, out);
     }
@@ -100,34 +96,4 @@ fn environment(server: &Object<ServerSpec>, tenant: &TenantSpec, out: &mut Vec<D
             out.push(server.error_at(&format!("spec.configData.{key}"), format!("`{key}` is also in `secretData`: set it in one place")));
         }
     }
-}
-
-/// Maps a TOML error inside `confzData` to the YAML file's line and column.
-fn confz_error(server: &Object<ServerSpec>, error: &toml::de::Error, files: &dyn FileTable) -> Diagnostic {
-    let node = server.tree.get("spec").and_then(|s| s.get("confzData"));
-    let mut origin = server.locate("spec.confzData");
-    let text = &server.spec.confz_data;
-    let (line, column) = error.span().map_or((0, 0), |span| {
-        let before = &text[..span.start.min(text.len())];
-        let line = before.matches('\n').count();
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count());
-        (line, column)
-    });
-    let message = error.message().to_owned();
-    if node.is_some_and(|n| n.block) {
-        // NB: a block scalar's origin is its first content line, not the `|` line.
-        origin.line += line;
-        let source_line = files.text(origin.file).lines().nth(origin.line - 1).unwrap_or_default();
-        origin.column = source_line.chars().take_while(|c| *c == ' ').count() + column + 1;
-        return Diagnostic::error(
-            origin,
-            "spec.confzData",
-            format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1),
-        )
-        .with_help("ConfzData is deep-merged over the generated config.toml and must be valid TOML")
-        .sensitive();
-    }
-    // NB: ConfzData may hold credentials: its lines are never echoed.
-    Diagnostic::error(origin, "spec.confzData", format!("invalid TOML (TOML line {}, column {}): {message}", line + 1, column + 1))
-        .sensitive()
 }

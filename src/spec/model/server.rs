@@ -36,9 +36,92 @@ pub struct ServerSpec {
     /// TOML deep-merged over the generated `config.toml`.
     #[serde(default)]
     pub confz_data: String,
+    /// The credential keys of `config.toml` that `confzData` replaces on purpose, each named
+    /// (`postgresql.password`, ...). A credential key in `confzData` that is not named here is
+    /// an error, and so is a name here that `confzData` does not set.
+    #[serde(default)]
+    pub confz_credential_overrides: Vec<ConfzCredential>,
     /// Which helper Jobs are rendered.
     #[serde(default)]
     pub jobs: Jobs,
+}
+
+/// A credential key of the generated `config.toml` (`<table>.<key>`): a value tfrs generates or
+/// resolves for the server (a password, a key, a broker URL carrying a password). The one list
+/// of them: the render writes these keys by it, validation guards them in `confzData`, and
+/// `tfrs audit` searches the literals `confzData` gives them. Hosts, ports, users, database
+/// names and buckets are not credentials: `confzData` overrides them freely.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum ConfzCredential {
+    /// `[postgresql] password`.
+    #[serde(rename = "postgresql.password")]
+    PostgresqlPassword,
+    /// `[timescaledb] password`.
+    #[serde(rename = "timescaledb.password")]
+    TimescaledbPassword,
+    /// `[redis] password`.
+    #[serde(rename = "redis.password")]
+    RedisPassword,
+    /// `[celery] broker_url`, which carries the RabbitMQ password.
+    #[serde(rename = "celery.broker_url")]
+    CeleryBrokerUrl,
+    /// `[cos] access_key`, the MinIO user.
+    #[serde(rename = "cos.access_key")]
+    CosAccessKey,
+    /// `[cos] secret_key`, the MinIO password.
+    #[serde(rename = "cos.secret_key")]
+    CosSecretKey,
+}
+
+impl ConfzCredential {
+    /// Every credential key, in `config.toml` order.
+    pub const ALL: [ConfzCredential; 6] = [
+        ConfzCredential::PostgresqlPassword,
+        ConfzCredential::TimescaledbPassword,
+        ConfzCredential::RedisPassword,
+        ConfzCredential::CeleryBrokerUrl,
+        ConfzCredential::CosAccessKey,
+        ConfzCredential::CosSecretKey,
+    ];
+
+    /// Its table and key, as written in `confzCredentialOverrides`: `postgresql.password`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            ConfzCredential::PostgresqlPassword => "postgresql.password",
+            ConfzCredential::TimescaledbPassword => "timescaledb.password",
+            ConfzCredential::RedisPassword => "redis.password",
+            ConfzCredential::CeleryBrokerUrl => "celery.broker_url",
+            ConfzCredential::CosAccessKey => "cos.access_key",
+            ConfzCredential::CosSecretKey => "cos.secret_key",
+        }
+    }
+
+    /// Its `config.toml` table: `postgresql`.
+    #[must_use]
+    pub fn table(self) -> &'static str {
+        self.name().split_once('.').map_or("", |(table, _)| table)
+    }
+
+    /// Its key in the table: `password`.
+    #[must_use]
+    pub fn key(self) -> &'static str {
+        self.name().split_once('.').map_or("", |(_, key)| key)
+    }
+
+    /// The credential at `key` of `table`, if it is one.
+    #[must_use]
+    pub fn find(table: &str, key: &str) -> Option<ConfzCredential> {
+        ConfzCredential::ALL.into_iter().find(|c| c.table() == table && c.key() == key)
+    }
+
+    /// Whether the value names an identity rather than holding a secret (MinIO's access key is
+    /// its user name, as `minio.rootUser` is): guarded like the others, never searched by
+    /// `tfrs audit`.
+    #[must_use]
+    pub fn is_identity(self) -> bool {
+        self == ConfzCredential::CosAccessKey
+    }
 }
 
 /// An image reference split as Helm charts do.
@@ -105,5 +188,22 @@ pub struct Jobs {
 impl Default for Jobs {
     fn default() -> Self {
         Jobs { db_init: true, minio_init: true, grafana_service_account: true }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_confz_credential_is_written_as_its_name() {
+        for credential in ConfzCredential::ALL {
+            let name = credential.name();
+            assert_eq!(serde_json::to_value(credential).unwrap(), serde_json::Value::from(name));
+            assert_eq!(serde_json::from_value::<ConfzCredential>(name.into()).unwrap(), credential);
+            assert_eq!(format!("{}.{}", credential.table(), credential.key()), name);
+            assert_eq!(ConfzCredential::find(credential.table(), credential.key()), Some(credential));
+        }
+        assert_eq!(ConfzCredential::find("postgresql", "port"), None);
     }
 }
