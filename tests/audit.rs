@@ -6,22 +6,13 @@
 
 mod common;
 
-use common::report;
-use std::path::{Path, PathBuf};
+use common::{report, root};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
+/// tfrs with the fixtures' master key and secret inputs, committing as the audit test.
 fn tfrs(args: &[&str]) -> Output {
-    common::tfrs_command()
-        .args(args)
-        .env("TFRS_MASTER_KEY", std::fs::read_to_string(root().join("fixtures/demo/keys/master.key")).unwrap().trim())
-        .env("GIT_AUTHOR_NAME", "Audit Test")
-        .env("GIT_AUTHOR_EMAIL", "audit@example.com")
-        .output()
-        .unwrap()
+    common::fixture_command().args(args).env("GIT_AUTHOR_NAME", "Audit Test").env("GIT_AUTHOR_EMAIL", "audit@example.com").output().unwrap()
 }
 
 fn git(repo: &Path, args: &[&str]) {
@@ -98,29 +89,21 @@ fn audit_finds_every_planted_leak_and_never_prints_it() {
 #[test]
 fn audit_finds_a_literal_credential_of_confz_data() {
     use common::OUTSIDE_REDIS_PASSWORD;
-    let run = |args: &[&str]| {
-        common::fixture_command()
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "Audit Test")
-            .env("GIT_AUTHOR_EMAIL", "audit@example.com")
-            .output()
-            .unwrap()
-    };
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     git(dir.path(), &["init", "-q", "-b", "main", repo.to_str().unwrap()]);
     // `render-servers` gives its server `everything` an outside Redis whose literal password
     // `confzData` sets (named in `confzCredentialOverrides`): sealed, the history is clean.
-    let committed = run(&["commit", "fixtures/render-servers", "--repo", repo.to_str().unwrap()]);
+    let committed = tfrs(&["commit", "fixtures/render-servers", "--repo", repo.to_str().unwrap()]);
     assert_eq!(committed.status.code(), Some(0), "{}", report(&committed));
-    let clean = run(&["audit", "fixtures/render-servers", "--repo", repo.to_str().unwrap()]);
+    let clean = tfrs(&["audit", "fixtures/render-servers", "--repo", repo.to_str().unwrap()]);
     assert_eq!(clean.status.code(), Some(0), "{}", report(&clean));
     // A commit that holds the literal, in plain text, is reported by its logical path.
     git(&repo, &["checkout", "-q", "-f", "main"]);
     std::fs::write(repo.join("config.toml"), format!("[redis]\npassword = \"{OUTSIDE_REDIS_PASSWORD}\"\n")).unwrap();
     git(&repo, &["add", "config.toml"]);
     git(&repo, &["commit", "-q", "-m", "debug config"]);
-    let found = run(&["audit", "fixtures/render-servers", "--repo", repo.to_str().unwrap()]);
+    let found = tfrs(&["audit", "fixtures/render-servers", "--repo", repo.to_str().unwrap()]);
     assert_eq!(found.status.code(), Some(1), "{}", report(&found));
     let stdout = String::from_utf8_lossy(&found.stdout);
     assert!(stdout.contains("`config.toml`: `cluster/robots/server/everything/confzData/redis.password` (raw)"), "{stdout}");
