@@ -27,6 +27,8 @@ pub struct Hit {
     pub secret: String,
     /// How it was written: `raw`, `base64`, `base64url`, `percent`, `json`.
     pub encoding: &'static str,
+    /// The byte offset of the match in the haystack.
+    pub at: usize,
 }
 
 /// Compiled search patterns for a set of secrets.
@@ -68,8 +70,11 @@ impl Scanner {
     pub fn scan(&self, haystack: &[u8]) -> Vec<Hit> {
         let mut hits: Vec<Hit> = Vec::new();
         for (index, encoding, finder) in &self.patterns {
-            if finder.find(haystack).is_some() && !hits.iter().any(|h| h.secret == self.secrets[*index]) {
-                hits.push(Hit { secret: self.secrets[*index].clone(), encoding });
+            if hits.iter().any(|h| h.secret == self.secrets[*index]) {
+                continue;
+            }
+            if let Some(at) = finder.find(haystack) {
+                hits.push(Hit { secret: self.secrets[*index].clone(), encoding, at });
             }
         }
         hits

@@ -12,6 +12,7 @@ use crate::secrets::MasterKey;
 use crate::secrets::seal::Sealer;
 use crate::secrets::sealed::Certificate;
 use crate::source::{self, inputs, memo_cache};
+use crate::spec::diagnostic::Rule;
 use crate::spec::diagnostic::{FileTable, Severity, said_once};
 use crate::spec::model::SealingBackend;
 use crate::spec::{Bundle, Diagnostic, Loaded, Object, Spec};
@@ -219,8 +220,13 @@ fn sealer(
                 return Ok(None);
             }
             Err(SealerProblem::Spec(Box::new(
-                Diagnostic::error(origin, FIELD, "a controller certificate is required to seal Secrets with `sealed-secrets`")
-                    .with_help("fetch it with `kubeseal --fetch-cert > cert.pem` and set `spec.sealing.certFile: cert.pem`"),
+                Diagnostic::error(
+                    Rule::Environment,
+                    origin,
+                    FIELD,
+                    "a controller certificate is required to seal Secrets with `sealed-secrets`",
+                )
+                .with_help("fetch it with `kubeseal --fetch-cert > cert.pem` and set `spec.sealing.certFile: cert.pem`"),
             )))
         }
         SealingBackend::SealedSecrets => {
@@ -228,7 +234,7 @@ fn sealer(
             let path = Path::new(spec_file).parent().unwrap_or(Path::new("")).join(&sealing.cert_file);
             let pem = std::fs::read_to_string(&path).map_err(|error| {
                 SealerProblem::Environment(Box::new(
-                    Diagnostic::error(origin, FIELD, format!("cannot read `{}`: {error}", path.display()))
+                    Diagnostic::error(Rule::Environment, origin, FIELD, format!("cannot read `{}`: {error}", path.display()))
                         .with_help("fetch it with `kubeseal --fetch-cert > cert.pem`; the path is relative to the spec file")
                         .with_cause(format!("certificate {}", path.display())),
                 ))
@@ -236,7 +242,7 @@ fn sealer(
             match Certificate::from_pem(&pem, now) {
                 Ok(certificate) => Ok(Some(Sealer::SealedSecrets { certificate })),
                 Err(error) => Err(SealerProblem::Environment(Box::new(
-                    Diagnostic::error(origin, FIELD, format!("`{}`: {error}", path.display()))
+                    Diagnostic::error(Rule::Environment, origin, FIELD, format!("`{}`: {error}", path.display()))
                         .with_cause(format!("certificate {}", path.display())),
                 ))),
             }

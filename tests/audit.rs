@@ -110,3 +110,61 @@ fn audit_finds_a_literal_credential_of_confz_data() {
     assert!(stdout.contains("1 leak in 2 commits"), "{stdout}");
     assert!(!report(&found).contains(OUTSIDE_REDIS_PASSWORD), "the audit never prints a value");
 }
+
+#[test]
+fn audit_reports_leaks_as_json_sarif_and_annotations_at_their_line() {
+    use common::OUTSIDE_REDIS_PASSWORD;
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    git(dir.path(), &["init", "-q", "-b", "main", repo.to_str().unwrap()]);
+    // The literal at line 2, column 13 (after `password = "`, in characters: `é` is one).
+    std::fs::write(
+        repo.join("config, old.toml"),
+        format!("[redis]\npassword = \"{OUTSIDE_REDIS_PASSWORD}\"\n").replacen("[redis]", "[rédis]", 1),
+    )
+    .unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", &format!("debug {OUTSIDE_REDIS_PASSWORD}")]);
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(&repo).output().unwrap();
+    let head = String::from_utf8(head.stdout).unwrap().trim().to_owned();
+    let audit = |format: &str| {
+        let output = tfrs(&["audit", "fixtures/render-servers", "--repo", repo.to_str().unwrap(), "--format", format]);
+        assert_eq!(output.status.code(), Some(1), "{format}: {}", report(&output));
+        assert!(!report(&output).contains(OUTSIDE_REDIS_PASSWORD), "{format}: never the value");
+        output
+    };
+    let secret = "cluster/robots/server/everything/confzData/redis.password";
+
+    let json: serde_json::Value = serde_json::from_slice(&audit("json").stdout).unwrap();
+    assert_eq!((json["result"].as_str(), json["commits"].as_u64(), json["errors"].as_u64()), (Some("leaks"), Some(1), Some(2)), "{json}");
+    let findings = json["findings"].as_array().unwrap();
+    let message = &findings[0];
+    assert_eq!(
+        (message["file"].is_null(), message["commit"].as_str(), message["secret"].as_str()),
+        (true, Some(head.as_str()), Some(secret))
+    );
+    let file = &findings[1];
+    assert_eq!(file["file"], "config, old.toml", "{file}");
+    assert_eq!((file["line"].as_u64(), file["column"].as_u64(), file["encoding"].as_str()), (Some(2), Some(13), Some("raw")), "{file}");
+    assert_eq!(file["rule"], "leaked-secret");
+
+    let sarif = audit("sarif");
+    if let Some(problems) = common::sarif_problems(&sarif.stdout) {
+        assert_eq!(problems, "", "the SARIF log is invalid");
+    }
+    let log: serde_json::Value = serde_json::from_slice(&sarif.stdout).unwrap();
+    let run = &log["runs"][0];
+    let root = format!("file://{}/", repo.canonicalize().unwrap().display());
+    assert_eq!(run["originalUriBaseIds"]["SRCROOT"]["uri"], root.as_str(), "paths are the audited repository's");
+    assert!(run["results"][0].get("locations").is_none(), "a commit message has no file");
+    let location = &run["results"][1]["locations"][0]["physicalLocation"];
+    assert_eq!(location["artifactLocation"]["uri"], "config%2C%20old.toml");
+    assert_eq!((location["region"]["startLine"].as_u64(), location["region"]["startColumn"].as_u64()), (Some(2), Some(13)));
+    assert_eq!(run["results"][1]["properties"]["commit"], head.as_str());
+
+    let github = String::from_utf8(audit("github").stdout).unwrap();
+    let lines: Vec<&str> = github.lines().collect();
+    assert!(lines[0].starts_with("::error title=tfrs leaked-secret::secret `cluster/robots/"), "{github}");
+    assert!(lines[1].starts_with("::error file=config%2C old.toml,line=2,col=13,title=tfrs leaked-secret::secret `"), "{github}");
+    assert_eq!(lines[2], format!("2 leaks in 1 commits of `main` ({} secrets searched)", json["secretsSearched"]));
+}

@@ -356,9 +356,15 @@ pub struct AuditArgs {
     /// Accept `fromFile` paths outside the spec file's directory.
     #[arg(long)]
     pub allow_outside: bool,
-    /// Print only the result line (`clean: ...` or the count of leaks), not each leak.
+    /// Print only the result line (`clean: ...` or the count of leaks), not each leak (text
+    /// only).
     #[arg(long, short)]
     pub quiet: bool,
+    /// How to print the leaks: `text` for people; `json`, `sarif` (SARIF 2.1.0, for code
+    /// scanning) or `github` (Actions annotations) on stdout, for machines. The exit status
+    /// does not depend on it.
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    pub format: ReportFormat,
 }
 
 /// `tfrs graph`.
@@ -415,6 +421,25 @@ pub struct ValidateArgs {
     /// With `--render-env`: accept `fromFile` paths outside the spec file's directory.
     #[arg(long, requires = "render_env")]
     pub allow_outside: bool,
+    /// How to print the findings: `text` for people; `json`, `sarif` (SARIF 2.1.0, for code
+    /// scanning) or `github` (Actions annotations) on stdout, for machines. The exit status
+    /// does not depend on it.
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    pub format: ReportFormat,
+}
+
+/// How `validate` and `audit` print their findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ReportFormat {
+    /// For people: `file:line:col: field: message`, the source line, the help.
+    #[default]
+    Text,
+    /// One JSON document on stdout (see docs/cli.md for its fields).
+    Json,
+    /// A SARIF 2.1.0 log on stdout, for code scanning (GitHub, GitLab).
+    Sarif,
+    /// GitHub Actions workflow commands on stdout: one `::error` or `::warning` per finding.
+    Github,
 }
 
 /// `tfrs unseal`.

@@ -13,6 +13,7 @@ mod graph;
 mod man;
 mod reconcile;
 mod render;
+mod report;
 mod schema;
 mod stages;
 mod unseal;

@@ -12,6 +12,7 @@ use super::{Component, Options, ResolvedSecret, Resource};
 use crate::secrets::resolve::{ResolveError, SecretInputs, resolve};
 use crate::secrets::{MasterKey, PlainSecret, Scope as SealScope};
 use crate::spec::diagnostic::FileTable;
+use crate::spec::diagnostic::Rule;
 use crate::spec::model::SecretSource;
 use crate::spec::yaml::Origin;
 use crate::spec::{Diagnostic, Object};
@@ -83,7 +84,7 @@ impl<'a> Context<'a> {
                     }
                     _ => error.to_string(),
                 };
-                self.errors.push(Diagnostic::error(origin, field, error.to_string()).with_cause(cause));
+                self.errors.push(Diagnostic::error(Rule::Environment, origin, field, error.to_string()).with_cause(cause));
                 self.environment = true;
                 None
             }
@@ -104,6 +105,7 @@ impl<'a> Context<'a> {
             Ok(text) => Some(Zeroizing::new(text.to_owned())),
             Err(_) => {
                 self.errors.push(Diagnostic::error(
+                    Rule::Environment,
                     object.locate(field),
                     field,
                     "the value is not UTF-8 text, which this credential must be",
@@ -326,8 +328,9 @@ pub(crate) fn render_checked(
     origin: Origin,
 ) -> Result<Vec<Resource>, Vec<Diagnostic>> {
     match env.get_template(name).and_then(|template| template.render(values)) {
-        Ok(text) => check::objects(name, &text, scope)
-            .map_err(|problems| problems.into_iter().map(|message| Diagnostic::error(origin, scope.component.clone(), message)).collect()),
+        Ok(text) => check::objects(name, &text, scope).map_err(|problems| {
+            problems.into_iter().map(|message| Diagnostic::error(Rule::Template, origin, scope.component.clone(), message)).collect()
+        }),
         Err(error) => {
             let mut diagnostic = template_diagnostic(&error);
             diagnostic.origin = origin;
@@ -344,7 +347,7 @@ pub(crate) fn template_diagnostic(error: &minijinja::Error) -> Diagnostic {
     if let (Some(name), Some(line)) = (error.name(), error.line()) {
         message.push_str(&format!(" (in `{name}` line {line})"));
     }
-    Diagnostic::error(Origin::default(), "templates", message)
+    Diagnostic::error(Rule::Template, Origin::default(), "templates", message)
 }
 
 /// The labels every object of a component carries.

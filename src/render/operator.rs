@@ -6,6 +6,7 @@ use super::names;
 use super::names::FLUX_NAMESPACE;
 use crate::secrets::PlainSecret;
 use crate::spec::Object;
+use crate::spec::diagnostic::Rule;
 use crate::spec::model::{ClusterSpec, GitopsEngine};
 use serde::Serialize;
 use serde_json::{Value as Json, json};
@@ -147,6 +148,7 @@ fn settings(context: &mut Context<'_>, cluster: &Object<ClusterSpec>) -> Setting
         if let Err(expected) = check(&value) {
             let at = if from_env { format!("`{variable}` (which overrides it)") } else { "the spec".to_owned() };
             let diagnostic = crate::spec::Diagnostic::error(
+                Rule::Environment,
                 cluster.locate(field),
                 field,
                 format!("expected {expected}, found an invalid value in {at}"),

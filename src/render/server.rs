@@ -8,6 +8,7 @@ use super::graph::{Graph, Member};
 use super::names::{self, Database, NamespaceNames, RobotNames, ServerNames};
 use super::tenant::{self, Credentials, DATABASE_USER, Unit};
 use crate::secrets::PlainSecret;
+use crate::spec::diagnostic::Rule;
 use crate::spec::model::{ServerSpec, TenantSpec};
 use crate::spec::{Object, Spec};
 use serde::Serialize;
@@ -202,7 +203,7 @@ fn resolve<'a>(
     let confz = match confz(name, namespace, spec, credentials) {
         Ok(confz) => confz,
         Err(message) => {
-            context.errors.push(crate::spec::Diagnostic::error(server.locate("spec.confzData"), "spec.confzData", message));
+            context.errors.push(crate::spec::Diagnostic::error(Rule::Confz, server.locate("spec.confzData"), "spec.confzData", message));
             return None;
         }
     };

@@ -9,6 +9,7 @@ use super::names::ARGOCD_NAMESPACE;
 use super::names::{self, Database, NamespaceNames, RobotNames};
 use crate::secrets::PlainSecret;
 use crate::spec::check::tenant_namespace;
+use crate::spec::diagnostic::Rule;
 use crate::spec::model::{ClusterSpec, SecretSource, ServerSpec, TenantSpec, TenantType};
 use crate::spec::{Object, Spec};
 use serde::Serialize;
@@ -348,6 +349,7 @@ fn credentials(context: &mut Context<'_>, cluster: &str, unit: &Unit<'_>) -> Cre
         credentials.redis = resolve("spec.redis.password", &spec.redis.password);
         if credentials.redis.as_ref().is_some_and(|v| !fit_for_redis_args(v)) {
             problems.push(crate::spec::Diagnostic::error(
+                Rule::Consistency,
                 owner.locate("spec.redis.password"),
                 "spec.redis.password",
                 "may not contain whitespace or `*`, `?`, `[`: the Redis image passes `REDIS_ARGS` through the shell unquoted",
@@ -360,6 +362,7 @@ fn credentials(context: &mut Context<'_>, cluster: &str, unit: &Unit<'_>) -> Cre
         for (field, value) in [("spec.minio.rootUser", &user), ("spec.minio.rootPassword", &password)] {
             if value.as_ref().is_some_and(|v| !fit_for_config_env(v)) {
                 problems.push(crate::spec::Diagnostic::error(
+                    Rule::Consistency,
                     owner.locate(field),
                     field,
                     "may not contain `\"`, `\\`, `$`, backticks or line breaks: MinIO reads `config.env` without shell unquoting",
@@ -402,9 +405,10 @@ fn robots(context: &mut Context<'_>, base: &str, unit: &Unit<'_>, credentials: &
         };
         let databases = spec.postgresql.enabled || spec.timescaledb.enabled;
         if let Some(problem) = schema_problem(&schema).filter(|_| databases) {
-            context.errors.push(crate::spec::Diagnostic::error(server.locate(&field), &field, problem));
+            context.errors.push(crate::spec::Diagnostic::error(Rule::Consistency, server.locate(&field), &field, problem));
         } else if let Some(first) = schemas.insert(schema.clone(), name).filter(|_| databases) {
             context.errors.push(crate::spec::Diagnostic::error(
+                Rule::Consistency,
                 server.locate(&field),
                 &field,
                 format!("schema `{schema}` is also server `{first}`'s: each robot of a personal namespace needs a schema of its own"),
@@ -422,6 +426,7 @@ fn robots(context: &mut Context<'_>, base: &str, unit: &Unit<'_>, credentials: &
             let user = names::robot_minio_user(name);
             if credentials.minio.as_ref().is_some_and(|(root, _)| root.as_str() == user) {
                 context.errors.push(crate::spec::Diagnostic::error(
+                    Rule::Consistency,
                     unit.owner.locate("spec.minio.rootUser"),
                     "spec.minio.rootUser",
                     format!("`{user}` is the MinIO user of server `{name}`: choose another root user"),

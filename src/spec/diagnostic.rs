@@ -12,6 +12,66 @@ pub enum Severity {
     Warning,
 }
 
+/// The kind of a problem: its rule in machine-readable reports (SARIF `ruleId`), so a code
+/// scanning view can group and filter them. Stable identifiers; new kinds are added, never
+/// renamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Rule {
+    /// A file is not valid YAML (or has a duplicate key).
+    Syntax,
+    /// A document does not match its kind's schema: unknown field, wrong type, missing field.
+    Schema,
+    /// An overlay is malformed.
+    Overlay,
+    /// A name that no input defines: a tenant, a cluster, an overlay.
+    Reference,
+    /// Fields that are each valid but do not fit together (within an object or across objects).
+    Consistency,
+    /// `confzData`: invalid TOML, or a credential it would replace.
+    Confz,
+    /// What a render needs from the environment: the master key, `fromEnv` variables,
+    /// `fromFile` files, sealing certificates, `OPERATOR_*` overrides.
+    Environment,
+    /// A template failed or rendered objects that are not valid.
+    Template,
+}
+
+impl Rule {
+    /// Every rule, in the order reports list them.
+    pub const ALL: [Rule; 8] =
+        [Rule::Syntax, Rule::Schema, Rule::Overlay, Rule::Reference, Rule::Consistency, Rule::Confz, Rule::Environment, Rule::Template];
+
+    /// The stable identifier (`yaml-syntax`, `spec-schema`, ...).
+    #[must_use]
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::Syntax => "yaml-syntax",
+            Rule::Schema => "spec-schema",
+            Rule::Overlay => "overlay",
+            Rule::Reference => "unknown-reference",
+            Rule::Consistency => "consistency",
+            Rule::Confz => "confz-data",
+            Rule::Environment => "render-environment",
+            Rule::Template => "template",
+        }
+    }
+
+    /// One line on what the rule checks.
+    #[must_use]
+    pub fn summary(self) -> &'static str {
+        match self {
+            Rule::Syntax => "A spec or overlay file is not valid YAML",
+            Rule::Schema => "A document does not match the schema of its kind",
+            Rule::Overlay => "An overlay is malformed",
+            Rule::Reference => "A reference names a tenant, cluster or overlay that no input defines",
+            Rule::Consistency => "Fields that are each valid do not fit together",
+            Rule::Confz => "confzData is invalid TOML or replaces a credential tfrs writes",
+            Rule::Environment => "Something a render needs from the environment is missing or unusable",
+            Rule::Template => "A template failed or rendered invalid objects",
+        }
+    }
+}
+
 /// One problem: where, which field, what.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Diagnostic {
@@ -19,6 +79,8 @@ pub struct Diagnostic {
     pub origin: Origin,
     /// Error or warning.
     pub severity: Severity,
+    /// Its kind.
+    pub rule: Rule,
     /// The field path, e.g. `spec.postgresql.instances`.
     pub path: String,
     /// What is wrong, lowercase, no final period.
@@ -49,18 +111,18 @@ pub struct Place {
 impl Diagnostic {
     /// An error.
     #[must_use]
-    pub fn error(origin: Origin, path: impl Into<String>, message: impl Into<String>) -> Self {
-        Diagnostic::new(origin, Severity::Error, path.into(), message.into())
+    pub fn error(rule: Rule, origin: Origin, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic::new(rule, origin, Severity::Error, path.into(), message.into())
     }
 
     /// A warning.
     #[must_use]
-    pub fn warning(origin: Origin, path: impl Into<String>, message: impl Into<String>) -> Self {
-        Diagnostic::new(origin, Severity::Warning, path.into(), message.into())
+    pub fn warning(rule: Rule, origin: Origin, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic::new(rule, origin, Severity::Warning, path.into(), message.into())
     }
 
-    fn new(origin: Origin, severity: Severity, path: String, message: String) -> Self {
-        Diagnostic { origin, severity, path, message, help: None, sensitive: false, cause: None, also: Vec::new(), reference: false }
+    fn new(rule: Rule, origin: Origin, severity: Severity, path: String, message: String) -> Self {
+        Diagnostic { origin, severity, rule, path, message, help: None, sensitive: false, cause: None, also: Vec::new(), reference: false }
     }
 
     /// Names the cause this diagnostic may share with others (see [`said_once`]).

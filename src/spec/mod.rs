@@ -12,5 +12,5 @@ pub mod schema;
 pub mod yaml;
 
 pub use bundle::{Bundle, SourceFile};
-pub use diagnostic::Diagnostic;
+pub use diagnostic::{Diagnostic, Rule};
 pub use load::{Loaded, Object, Spec, load};

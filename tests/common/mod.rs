@@ -96,3 +96,33 @@ pub fn fixture_command() -> std::process::Command {
         .env_remove("OPERATOR_RELEASE_NAME");
     command
 }
+
+/// What the SARIF 2.1.0 JSON schema finds wrong with `log` (empty when it is valid), checked by
+/// `tests/tools/validate_sarif.py`. `None` when its Python packages are missing outside CI
+/// (one line says so); under `CI=true` that fails.
+#[allow(dead_code)]
+#[must_use]
+pub fn sarif_problems(log: &[u8]) -> Option<String> {
+    let venv = root().join("target/venv/bin/python");
+    let python = if venv.exists() { venv } else { std::path::PathBuf::from("python3") };
+    let file = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(file.path(), log).expect("write the log");
+    let output = std::process::Command::new(&python)
+        .arg(root().join("tests/tools/validate_sarif.py"))
+        .arg(file.path())
+        .output()
+        .expect("run the SARIF validator");
+    match output.status.code() {
+        Some(0) => Some(String::new()),
+        Some(1) => Some(String::from_utf8_lossy(&output.stdout).into_owned()),
+        _ => {
+            let why = String::from_utf8_lossy(&output.stderr);
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "the SARIF validator is required under CI=true (.ci/run installs it): {why}"
+            );
+            eprintln!("skipped: SARIF schema check ({}; run .ci/run)", why.trim());
+            None
+        }
+    }
+}

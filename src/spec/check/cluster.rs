@@ -2,6 +2,7 @@
 
 use super::{billing, secret_warnings};
 use crate::spec::diagnostic::Diagnostic;
+use crate::spec::diagnostic::Rule;
 use crate::spec::duration;
 use crate::spec::load::Object;
 use crate::spec::model::{ClusterSpec, GitopsEngine, IngressType, Issuer, SealingBackend};
@@ -126,6 +127,7 @@ fn image_registry(cluster: &Object<ClusterSpec>, out: &mut Vec<Diagnostic>) {
         _ => return,
     };
     out.push(Diagnostic::error(
+        Rule::Consistency,
         cluster.locate(&format!("spec.imageRegistry.{given}")),
         format!("spec.imageRegistry.{missing}"),
         format!("required when `{given}` is set"),

@@ -8,6 +8,7 @@
 //! makes `tfrs audit` search it; a tenant that turns the middleware on later does not silently
 //! start connecting with the literal.
 
+use crate::spec::diagnostic::Rule;
 use crate::spec::diagnostic::{Diagnostic, FileTable};
 use crate::spec::load::Object;
 use crate::spec::model::{ConfzCredential, ServerSpec};
@@ -49,7 +50,7 @@ pub(super) fn check_confz(server: &Object<ServerSpec>, files: &dyn FileTable, ou
         let path = format!("{OVERRIDES}[{index}]");
         let name = credential.name();
         if spec.confz_credential_overrides[..index].contains(credential) {
-            out.push(Diagnostic::error(server.locate(&path), path, format!("`{name}` is named twice")));
+            out.push(Diagnostic::error(Rule::Confz, server.locate(&path), path, format!("`{name}` is named twice")));
         } else if !found.iter().any(|f| matches!(f, Found::Key(c, _) if c == credential)) {
             let message = format!(
                 "`{name}` is named, but `confzData` does not set `[{}] {}`: this opt-in overrides nothing",
@@ -57,7 +58,7 @@ pub(super) fn check_confz(server: &Object<ServerSpec>, files: &dyn FileTable, ou
                 credential.key()
             );
             let help = "remove it: a stale opt-in would let a later `confzData` replace the credential unnoticed";
-            out.push(Diagnostic::error(server.locate(&path), path, message).with_help(help));
+            out.push(Diagnostic::error(Rule::Confz, server.locate(&path), path, message).with_help(help));
         }
     }
 }
@@ -98,7 +99,7 @@ fn unnamed_override(server: &Object<ServerSpec>, credential: ConfzCredential, of
         "remove the key; or, when the server must use another credential on purpose (an outside service), name it: `confzCredentialOverrides: [{name}]`"
     );
     // NB: the line holds the literal: never echoed.
-    Diagnostic::error(origin, "spec.confzData", message).with_help(help).sensitive()
+    Diagnostic::error(Rule::Confz, origin, "spec.confzData", message).with_help(help).sensitive()
 }
 
 /// A credential table given a value that is not a table.
@@ -110,7 +111,7 @@ fn whole_table(server: &Object<ServerSpec>, table: &str, offset: usize, files: &
         keys.join(", ")
     );
     let help = format!("set keys inside `[{table}]` instead; a credential key among them must be named in `confzCredentialOverrides`");
-    Diagnostic::error(origin, "spec.confzData", message).with_help(help).sensitive()
+    Diagnostic::error(Rule::Confz, origin, "spec.confzData", message).with_help(help).sensitive()
 }
 
 /// A TOML error inside `confzData`, located.
@@ -118,7 +119,7 @@ fn toml_error(server: &Object<ServerSpec>, error: &toml::de::Error, files: &dyn 
     let offset = error.span().map_or(0, |span| span.start);
     let (origin, at) = locate(server, offset, files);
     // NB: ConfzData may hold credentials: its lines are never echoed.
-    Diagnostic::error(origin, "spec.confzData", format!("invalid TOML ({at}): {}", error.message()))
+    Diagnostic::error(Rule::Confz, origin, "spec.confzData", format!("invalid TOML ({at}): {}", error.message()))
         .with_help("ConfzData is deep-merged over the generated config.toml and must be valid TOML")
         .sensitive()
 }

@@ -17,6 +17,7 @@ use super::diagnostic::{Diagnostic, FileTable, did_you_mean};
 use super::load::{Object, Spec};
 use super::model::{ClusterSpec, SecretSource, TenantSpec, TenantType};
 use super::schema::Kind;
+use crate::spec::diagnostic::Rule;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Longest tenant namespace: `<ns>-pg-rw` and `<ns>-ts-rw` must stay Service names (63).
@@ -76,23 +77,23 @@ pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn 
 impl<S> Object<S> {
     /// An error about the field at `path`, at the field (or its closest existing ancestor).
     pub(super) fn error_at(&self, path: &str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic::error(self.locate(path), path, message)
+        Diagnostic::error(Rule::Consistency, self.locate(path), path, message)
     }
 
     /// A warning about the field at `path`, at the field (or its closest existing ancestor).
     pub(super) fn warning_at(&self, path: &str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic::warning(self.locate(path), path, message)
+        Diagnostic::warning(Rule::Consistency, self.locate(path), path, message)
     }
 
     /// An error about the field at `path`, which is missing or empty, at the map that holds
     /// it: the place to add it.
     fn error_in_parent(&self, path: &str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic::error(self.locate(parent(path)), path, message)
+        Diagnostic::error(Rule::Consistency, self.locate(parent(path)), path, message)
     }
 
     /// A warning about the field at `path`, which is missing or empty, at the map that holds it.
     fn warning_in_parent(&self, path: &str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic::warning(self.locate(parent(path)), path, message)
+        Diagnostic::warning(Rule::Consistency, self.locate(parent(path)), path, message)
     }
 }
 
@@ -167,7 +168,7 @@ pub(crate) fn dangling<'a>(
 ) -> Diagnostic {
     let listed: Vec<String> = known.clone().map(|k| format!("`{k}`")).collect();
     let defined = if listed.is_empty() { "none is defined".to_owned() } else { format!("defined: {}", listed.join(", ")) };
-    let mut diagnostic = Diagnostic::error(origin, path, format!("unknown {kind} `{name}` ({defined})")).as_reference();
+    let mut diagnostic = Diagnostic::error(Rule::Reference, origin, path, format!("unknown {kind} `{name}` ({defined})")).as_reference();
     if let Some(close) = did_you_mean(name, known) {
         diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
     }

@@ -3,6 +3,7 @@
 
 use super::{CONFZ_DIR, dangling, secret_warnings, tenant_secrets};
 use crate::spec::diagnostic::Diagnostic;
+use crate::spec::diagnostic::Rule;
 use crate::spec::duration;
 use crate::spec::load::Object;
 use crate::spec::model::{TenantSpec, TenantType};
@@ -64,7 +65,7 @@ fn tenant_type(tenant: &Object<TenantSpec>, out: &mut Vec<Diagnostic>) {
             if spec.function.is_empty() {
                 // NB: a missing function points at `type: personal`, which asks for it.
                 out.push(
-                    Diagnostic::error(tenant.locate("spec.type"), "spec.function", "required for personal tenants")
+                    Diagnostic::error(Rule::Consistency, tenant.locate("spec.type"), "spec.function", "required for personal tenants")
                         .with_help("personal tenants share the namespace `personal-<function>`, e.g. `function: support`"),
                 );
             }

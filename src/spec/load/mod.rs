@@ -13,6 +13,7 @@ use super::diagnostic::{Diagnostic, did_you_mean};
 use super::model::{API_VERSION, ClusterSpec, Document, Metadata, ServerSpec, TenantSpec};
 use super::schema::{self, Kind, ValidateOptions};
 use super::yaml::{self, Node, Origin, Value};
+use crate::spec::diagnostic::Rule;
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::Value as Json;
@@ -155,7 +156,7 @@ fn parse_documents(bundle: &Bundle, out: &mut Vec<Diagnostic>) -> (Vec<(Kind, No
             Err(errors) => {
                 unparsed = true;
                 out.extend(errors.into_iter().map(|e| {
-                    Diagnostic::error(e.origin, "(document)", e.message)
+                    Diagnostic::error(Rule::Syntax, e.origin, "(document)", e.message)
                         .with_help("no object of this file is read until it parses, so references to them are not checked either")
                 }));
                 continue;
@@ -301,6 +302,7 @@ fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
         let found = if matches!(document.value, Value::Seq(_)) { "a list" } else { "a scalar" };
         out.push(
             Diagnostic::error(
+                Rule::Schema,
                 document.origin,
                 "(document)",
                 format!("expected a map with `apiVersion`, `kind`, `metadata` and `spec`, found {found}"),
@@ -312,11 +314,16 @@ fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
     let kind = read_kind(document, out);
     match document.get("apiVersion") {
         None => out.push(
-            Diagnostic::error(document.origin, "apiVersion", "missing required field")
+            Diagnostic::error(Rule::Schema, document.origin, "apiVersion", "missing required field")
                 .with_help(format!("add `apiVersion: {API_VERSION}`")),
         ),
         Some(node) if node.as_str() != Some(API_VERSION) => {
-            out.push(Diagnostic::error(node.origin, "apiVersion", format!("expected `{API_VERSION}`, found {}", node.describe())));
+            out.push(Diagnostic::error(
+                Rule::Schema,
+                node.origin,
+                "apiVersion",
+                format!("expected `{API_VERSION}`, found {}", node.describe()),
+            ));
         }
         Some(_) => {}
     }
@@ -344,7 +351,7 @@ fn read_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
     match document.get("kind") {
         None => {
             out.push(
-                Diagnostic::error(document.origin, "kind", "missing required field")
+                Diagnostic::error(Rule::Schema, document.origin, "kind", "missing required field")
                     .with_help("one of `TFRCluster`, `TFRTenant`, `TFRServer`"),
             );
             None
@@ -354,6 +361,7 @@ fn read_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
             None => {
                 let names = Kind::ALL.map(Kind::as_str);
                 let mut diagnostic = Diagnostic::error(
+                    Rule::Schema,
                     node.origin,
                     "kind",
                     format!("unknown kind {}, expected one of `TFRCluster`, `TFRTenant`, `TFRServer`", node.describe()),
@@ -388,7 +396,12 @@ fn build<S: DeserializeOwned>(mut document: Node, mut layers: Vec<Layer>, schema
         Ok(typed) => Some(Object { metadata: typed.metadata, spec: typed.spec, tree: document, layers }),
         Err(error) => {
             // NB: the schema comes from the same types, so this means the two disagree: a bug.
-            out.push(Diagnostic::error(document.origin, "(document)", format!("internal error: schema and model disagree: {error}")));
+            out.push(Diagnostic::error(
+                Rule::Schema,
+                document.origin,
+                "(document)",
+                format!("internal error: schema and model disagree: {error}"),
+            ));
             None
         }
     }

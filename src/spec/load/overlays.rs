@@ -3,6 +3,7 @@
 
 use super::{document_name, read_kind};
 use crate::spec::bundle::Bundle;
+use crate::spec::diagnostic::Rule;
 use crate::spec::diagnostic::{Diagnostic, did_you_mean};
 use crate::spec::model::{API_VERSION, SECRET_FORMS};
 use crate::spec::schema::{self, Kind, ValidateOptions};
@@ -28,7 +29,7 @@ pub(super) fn parse_overlays(
         let documents = match yaml::parse(file, &bundle.files[file].text) {
             Ok(documents) => documents,
             Err(errors) => {
-                out.extend(errors.into_iter().map(|e| Diagnostic::error(e.origin, "(overlay)", e.message)));
+                out.extend(errors.into_iter().map(|e| Diagnostic::error(Rule::Syntax, e.origin, "(overlay)", e.message)));
                 overlays.insert(name.clone(), Vec::new());
                 continue;
             }
@@ -43,6 +44,7 @@ pub(super) fn parse_overlays(
 fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, out: &mut Vec<Diagnostic>) -> Option<OverlayDocument> {
     let Value::Map(entries) = &document.value else {
         out.push(Diagnostic::error(
+            Rule::Overlay,
             document.origin,
             "(overlay)",
             format!("expected a map with `kind` and `spec`, found {}", document.describe()),
@@ -51,8 +53,12 @@ fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, out: &mut Vec<
     };
     for (key, _) in entries {
         if !matches!(key.name.as_str(), "apiVersion" | "kind" | "spec") {
-            let mut diagnostic =
-                Diagnostic::error(key.origin, &key.name, "unknown field in an overlay, expected one of `apiVersion`, `kind`, `spec`");
+            let mut diagnostic = Diagnostic::error(
+                Rule::Overlay,
+                key.origin,
+                &key.name,
+                "unknown field in an overlay, expected one of `apiVersion`, `kind`, `spec`",
+            );
             if key.name == "metadata" {
                 diagnostic = diagnostic.with_help("overlays apply to every object of their kind and have no names");
             }
@@ -62,18 +68,23 @@ fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, out: &mut Vec<
     if let Some(version) = document.get("apiVersion")
         && version.as_str() != Some(API_VERSION)
     {
-        out.push(Diagnostic::error(version.origin, "apiVersion", format!("expected `{API_VERSION}`, found {}", version.describe())));
+        out.push(Diagnostic::error(
+            Rule::Overlay,
+            version.origin,
+            "apiVersion",
+            format!("expected `{API_VERSION}`, found {}", version.describe()),
+        ));
     }
     let kind = read_kind(document, out)?;
     let Some(spec) = document.get("spec") else {
-        out.push(Diagnostic::error(document.origin, "spec", "missing required field"));
+        out.push(Diagnostic::error(Rule::Overlay, document.origin, "spec", "missing required field"));
         return None;
     };
     let mut spec = spec.clone();
     for forbidden in ["cluster", "tenant", "overlays"] {
         if let Some(key) = spec.get_key(forbidden) {
             out.push(
-                Diagnostic::error(key.origin, format!("spec.{forbidden}"), "not allowed in an overlay")
+                Diagnostic::error(Rule::Overlay, key.origin, format!("spec.{forbidden}"), "not allowed in an overlay")
                     .with_help("references and overlay lists belong in the spec itself"),
             );
         }
@@ -124,7 +135,8 @@ pub(super) fn cluster_overlays(
 
 fn unknown_overlay(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> Diagnostic {
     let known: Vec<String> = bundle.overlays.keys().map(|k| format!("`{k}`")).collect();
-    let mut diagnostic = Diagnostic::error(origin, path, format!("unknown overlay `{name}`, expected one of {}", known.join(", ")));
+    let mut diagnostic =
+        Diagnostic::error(Rule::Reference, origin, path, format!("unknown overlay `{name}`, expected one of {}", known.join(", ")));
     if let Some(close) = did_you_mean(name, bundle.overlays.keys().map(String::as_str)) {
         diagnostic =
             diagnostic.with_help(format!("did you mean `{close}`? user overlays live in an `overlays/` directory next to the specs"));

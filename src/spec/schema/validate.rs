@@ -2,6 +2,7 @@
 //! instead of stopping at the first.
 
 use super::format::{check_format, format_help};
+use crate::spec::diagnostic::Rule;
 use crate::spec::diagnostic::{Diagnostic, did_you_mean};
 use crate::spec::yaml::{Key, Node, Origin, Value};
 use serde_json::{Map, Value as Json};
@@ -47,7 +48,8 @@ impl Validator<'_> {
             && let Value::Str(text) = &node.value
             && let Err(expected) = check_format(format, text)
         {
-            let mut diagnostic = Diagnostic::error(node.origin, path, format!("expected {expected}, found {}", node.describe()));
+            let mut diagnostic =
+                Diagnostic::error(Rule::Schema, node.origin, path, format!("expected {expected}, found {}", node.describe()));
             if let Some(help) = format_help(format, text) {
                 diagnostic = diagnostic.with_help(help);
             }
@@ -156,7 +158,7 @@ impl Validator<'_> {
                 (Value::Int(_) | Value::Float(_) | Value::Bool(_), true) => "a scalar".to_owned(),
                 _ => node.describe(),
             };
-            let mut diagnostic = Diagnostic::error(node.origin, path, format!("expected {what}, found {found}"));
+            let mut diagnostic = Diagnostic::error(Rule::Schema, node.origin, path, format!("expected {what}, found {found}"));
             if is_secret_source {
                 diagnostic = diagnostic.sensitive();
                 diagnostic = diagnostic
@@ -176,13 +178,19 @@ impl Validator<'_> {
         match text {
             Some(text) if allowed.contains(&text) => node.value = Value::Str(text),
             Some(text) => {
-                let mut diagnostic = Diagnostic::error(node.origin, path, format!("expected one of {listed}, found {}", node.describe()));
+                let mut diagnostic =
+                    Diagnostic::error(Rule::Schema, node.origin, path, format!("expected one of {listed}, found {}", node.describe()));
                 if let Some(close) = did_you_mean(&text, allowed.iter().map(String::as_str)) {
                     diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
                 }
                 self.out.push(diagnostic);
             }
-            None => self.out.push(Diagnostic::error(node.origin, path, format!("expected one of {listed}, found {}", node.describe()))),
+            None => self.out.push(Diagnostic::error(
+                Rule::Schema,
+                node.origin,
+                path,
+                format!("expected one of {listed}, found {}", node.describe()),
+            )),
         }
     }
 
@@ -204,7 +212,12 @@ impl Validator<'_> {
                 (None, None) => String::new(),
             };
             let what = if schema.get("type").and_then(Json::as_str) == Some("integer") { "an integer" } else { "a number" };
-            self.out.push(Diagnostic::error(node.origin, path, format!("expected {what} {expected}, found {}", node.describe())));
+            self.out.push(Diagnostic::error(
+                Rule::Schema,
+                node.origin,
+                path,
+                format!("expected {what} {expected}, found {}", node.describe()),
+            ));
         }
     }
 
@@ -231,6 +244,7 @@ impl Validator<'_> {
                             && let Err(expected) = check_format(format, &key.name)
                         {
                             self.out.push(Diagnostic::error(
+                                Rule::Schema,
                                 key.origin,
                                 &child,
                                 format!("expected the key to be {expected}, found {:?}", key.name),
@@ -247,7 +261,7 @@ impl Validator<'_> {
         {
             for name in required.iter().filter_map(Json::as_str) {
                 if !entries.iter().any(|(k, _)| k.name == name) {
-                    self.out.push(Diagnostic::error(origin, join(path, name), "missing required field"));
+                    self.out.push(Diagnostic::error(Rule::Schema, origin, join(path, name), "missing required field"));
                 }
             }
         }
@@ -261,8 +275,13 @@ impl Validator<'_> {
             let forms: Vec<String> = properties.keys().map(|k| format!("`{k}`")).collect();
             let second = entries.get(max as usize).map_or(origin, |(k, _)| k.origin);
             self.out.push(
-                Diagnostic::error(second, path, format!("expected exactly one of {}, found {}", forms.join(", "), keys.join(" and ")))
-                    .with_help("a secret source takes one form; `{}` means `generate` with its defaults"),
+                Diagnostic::error(
+                    Rule::Schema,
+                    second,
+                    path,
+                    format!("expected exactly one of {}, found {}", forms.join(", "), keys.join(" and ")),
+                )
+                .with_help("a secret source takes one form; `{}` means `generate` with its defaults"),
             );
         }
     }
@@ -271,7 +290,7 @@ impl Validator<'_> {
     fn unknown_field(&mut self, key: &Key, properties: &Map<String, Json>, child: &str) {
         let known: Vec<&str> = properties.keys().map(String::as_str).collect();
         let listed = known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-        let mut diagnostic = Diagnostic::error(key.origin, child, format!("unknown field, expected one of {listed}"));
+        let mut diagnostic = Diagnostic::error(Rule::Schema, key.origin, child, format!("unknown field, expected one of {listed}"));
         if let Some(close) = did_you_mean(&key.name, known.iter().copied()) {
             diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
         }
