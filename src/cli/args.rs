@@ -313,6 +313,10 @@ pub struct RenderArgs {
     /// their names.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Remove `clusters/NAME/` from the output directory; repeatable. A cluster the inputs do
+    /// not render is otherwise kept as it is: removing one is never a side effect.
+    #[arg(long = "remove-cluster", value_name = "NAME")]
+    pub remove_clusters: Vec<String>,
     /// Template every component, ignoring the render memo of the last render into `--out`
     /// (kept in `$TFRS_CACHE_DIR`, else `$XDG_CACHE_HOME/tfrs`, else `~/.cache/tfrs`), and
     /// keep none.
@@ -323,6 +327,10 @@ pub struct RenderArgs {
 /// The flags every rendering command shares (`render`, `commit`, `diff`).
 #[derive(Debug, clap::Args)]
 pub struct RenderSettings {
+    /// Render only this cluster, with the tenants placed in it and their servers; repeatable.
+    /// Every input is still validated. The files of other clusters are never touched.
+    #[arg(long = "cluster", value_name = "NAME")]
+    pub clusters: Vec<String>,
     /// Apply this overlay (a name or a path to a YAML file) after `spec.overlays`; repeatable.
     #[arg(long = "overlay", value_name = "NAME|PATH")]
     pub overlays: Vec<String>,

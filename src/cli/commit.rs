@@ -3,7 +3,7 @@
 
 use super::Status;
 use super::args::CommitArgs;
-use super::stages::{build, load};
+use super::stages::{build, load, select};
 use crate::git::Author;
 use crate::git::commit::{CommitOptions, Outcome, Push, commit};
 use anyhow::Context as _;
@@ -21,6 +21,7 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Failure);
     };
+    let spec = select(spec, &bundle, &args.settings)?;
     let (repo, is_url) = crate::git::open(&args.repo)?;
     let author = Author::resolve(args.author.as_deref(), &repo, &|name| std::env::var(name).ok())?;
     let push = (args.push || is_url)

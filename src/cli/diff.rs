@@ -2,7 +2,7 @@
 //! text, markdown or JSON.
 
 use super::args::{DiffArgs, DiffFormat};
-use super::stages::{build, load};
+use super::stages::{build, load, select};
 use super::{Colour, Status};
 use crate::git::{previous_object, read_files, remote};
 use crate::layout::cluster_dirs;
@@ -19,6 +19,7 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Error);
     };
+    let spec = select(spec, &bundle, &args.settings)?;
     let (repo, is_url) = crate::git::open(&args.repo)?;
     let commit = resolve(&repo, is_url, args)?;
     let tree = commit.tree()?;

@@ -2,12 +2,13 @@
 
 use super::Status;
 use super::args::RenderArgs;
-use super::stages::{load, report};
+use super::stages::{load, report, select};
 use crate::layout;
 use crate::pipeline::{self, Built, Setup};
 use crate::source::{inputs, memo_cache};
 use crate::spec::{Bundle, Spec};
 use crate::tree::{Files, Tree, write};
+use anyhow::bail;
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::Path;
@@ -24,6 +25,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Failure);
     };
+    let spec = select(spec, &bundle, &args.settings)?;
     let settings = &args.settings;
     let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
     // The current tree is read once: for the memo, the sealing reuse, the change count and the
@@ -33,6 +35,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         // Only the rendered part of a checkout counts (not `.git/`, a README, other files).
         old.retain(|path, _| path.starts_with(layout::CLUSTERS));
     }
+    let kept = kept_clusters(&spec, &old, &args.remove_clusters)?;
     // The memo of the last render into this directory (none with `--no-memo`, or when it
     // cannot be read: then every component is templated).
     let memo_file = (!args.no_memo).then(|| memo_cache::path(&out)).flatten();
@@ -40,10 +43,12 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         return Ok(Status::Failure);
     };
     let sealed = seal_against(&mut tree, &old)?;
-    let files = tree.into_files();
+    let mut files = tree.into_files();
+    let objects = files.keys().filter(|p| is_object_file(p)).count();
+    // Other clusters' files stay as they are: unchanged, so neither written nor removed.
+    files.extend(old.iter().filter(|(path, _)| in_clusters(path, &kept)).map(|(p, b)| (p.clone(), b.clone())));
     let changes = write::Changes::new(&files, &old);
     let (changed, removed) = (changes.changed.len(), changes.removed.len());
-    warn_dropped_clusters(&files, &old, args.check);
     if args.check {
         return check_report(stdout, &args.out, files.len(), &changes, args.quiet);
     }
@@ -54,15 +59,14 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     if let Some(file) = memo_file.as_ref() {
         save_memo(file, &table);
     }
-    // How much of the templating the memo saved (not shown without a memo).
-    let memo_note = if table.is_empty() { String::new() } else { format!("; {reused} of {} templated units reused", table.len()) };
-    let (clusters, objects) = (spec.clusters.len(), files.keys().filter(|p| is_object_file(p)).count());
+    let clusters = spec.clusters.len();
+    let notes = notes(reused, table.len(), kept.len());
     writeln!(
         stdout,
-        "rendered {clusters} cluster{} into `{}`: {objects} objects in {} files ({changed} changed, {removed} removed{memo_note})",
+        "rendered {clusters} cluster{} into `{}`: {objects} objects in {} files ({changed} changed, {removed} removed{notes})",
         if clusters == 1 { "" } else { "s" },
         args.out.display(),
-        files.len()
+        files.len() - kept_files(&files, &kept)
     )?;
     // NB: the process ends next; freeing tens of thousands of buffers one by one would take a
     // tenth of a large re-render.
@@ -145,14 +149,46 @@ fn seal_against<'a>(tree: &mut Tree, old: &'a Files) -> anyhow::Result<HashMap<&
     Ok(sealed)
 }
 
-/// Warns about clusters of the current tree that this render does not hold (they are removed).
-fn warn_dropped_clusters(files: &Files, old: &Files, check: bool) {
-    let rendered: BTreeSet<&str> = files.keys().filter_map(|p| layout::cluster_of(p)).collect();
-    let dropped: BTreeSet<&str> = old.keys().filter_map(|p| layout::cluster_of(p)).filter(|c| !rendered.contains(c)).collect();
-    for cluster in dropped {
-        let verb = if check { "would remove" } else { "removing" };
-        eprintln!(
-            "warning: {verb} `clusters/{cluster}/`: cluster `{cluster}` is not in the inputs (render every cluster into one directory, or each into its own)"
-        );
+/// The clusters of the current tree `old` that this render keeps as they are: every one it does
+/// not render, but those `remove` names.
+///
+/// # Errors
+///
+/// A `--remove-cluster` that names a cluster this render writes, or none of the output
+/// directory (a typo must not pass silently).
+fn kept_clusters(spec: &Spec, old: &Files, remove: &[String]) -> anyhow::Result<BTreeSet<String>> {
+    let rendered: BTreeSet<&str> = spec.clusters.iter().map(|c| c.name()).collect();
+    let present: BTreeSet<&str> = old.keys().filter_map(|p| layout::cluster_of(p)).collect();
+    for name in remove {
+        if rendered.contains(name.as_str()) {
+            bail!("--remove-cluster `{name}`: this render writes that cluster; remove it from the inputs (or `--cluster`) first");
+        }
+        if !present.contains(name.as_str()) {
+            let listed: Vec<String> = present.iter().map(|c| format!("`{c}`")).collect();
+            let there = if listed.is_empty() { "none".to_owned() } else { listed.join(", ") };
+            bail!("--remove-cluster `{name}`: the output directory holds no such cluster (it holds {there})");
+        }
     }
+    Ok(present.into_iter().filter(|c| !rendered.contains(c) && !remove.iter().any(|r| r == c)).map(str::to_owned).collect())
+}
+
+/// How many of `files` belong to the `kept` clusters.
+fn kept_files(files: &Files, kept: &BTreeSet<String>) -> usize {
+    files.keys().filter(|p| in_clusters(p, kept)).count()
+}
+
+fn in_clusters(path: &str, clusters: &BTreeSet<String>) -> bool {
+    layout::cluster_of(path).is_some_and(|c| clusters.contains(c))
+}
+
+/// The end of the summary line: how much of the templating the memo saved (not said without a
+/// memo), and how many other clusters were kept.
+fn notes(reused: usize, units: usize, kept: usize) -> String {
+    let mut notes = if units == 0 { String::new() } else { format!("; {reused} of {units} templated units reused") };
+    match kept {
+        0 => {}
+        1 => notes.push_str("; 1 other cluster kept"),
+        n => notes.push_str(&format!("; {n} other clusters kept")),
+    }
+    notes
 }

@@ -26,6 +26,18 @@ pub(crate) fn load(inputs: &[PathBuf], overlays: &[String]) -> anyhow::Result<Op
     }
 }
 
+/// The part of `spec` that `--cluster` selects (all of it without the flag).
+///
+/// # Errors
+///
+/// A `--cluster` that names no cluster of the inputs (a usage error: nothing is written).
+pub(crate) fn select(spec: Spec, bundle: &Bundle, settings: &RenderSettings) -> anyhow::Result<Spec> {
+    if settings.clusters.is_empty() {
+        return Ok(spec);
+    }
+    Ok(crate::spec::select::clusters(&spec, bundle, &settings.clusters)?)
+}
+
 /// Builds the tree of `spec` with the render settings of the flags (no memo); reports a failure
 /// and returns `None` for the command's negative result.
 ///

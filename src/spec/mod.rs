@@ -9,6 +9,7 @@ pub mod load;
 pub mod model;
 mod prerequisites;
 pub mod schema;
+pub mod select;
 pub mod yaml;
 
 pub use bundle::{Bundle, SourceFile};

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 // The marker file at the root of every directory tfrs renders.
 use crate::layout::RENDERED_MARKER as MARKER;
-const MARKER_TEXT: &str = "This directory is written by `tfrs render`; it is replaced whole on every render.\n";
+const MARKER_TEXT: &str = "This directory is written by `tfrs render`: each render replaces the clusters it renders.\n";
 
 /// The output directory as an absolute path with symlinks resolved (a symlinked `--out` renders
 /// into its target; `--out .` names the directory, not `.`).

@@ -183,14 +183,14 @@ fn the_output_directory_is_resolved_before_anything_is_written() {
 }
 
 #[test]
-fn rendering_other_clusters_into_a_directory_warns_about_the_ones_it_removes() {
+fn rendering_other_clusters_into_a_directory_keeps_the_ones_it_does_not_render() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     render("render-minimal", &out);
+    let plan = std::fs::read(out.join("clusters/bare/plan.json")).unwrap();
     let output = render("render-sops-docker-desktop", &out);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("warning: removing `clusters/bare/`: cluster `bare` is not in the inputs"), "{stderr}");
-    assert!(!out.join("clusters/bare").exists());
+    assert!(String::from_utf8_lossy(&output.stdout).contains("; 1 other cluster kept)"), "{}", report(&output));
+    assert_eq!(std::fs::read(out.join("clusters/bare/plan.json")).unwrap(), plan, "never a side effect");
 }
 
 #[test]
