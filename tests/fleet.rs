@@ -16,8 +16,16 @@ use std::process::{Command, Output, Stdio};
 const FLEET: &str = "fixtures/fleet";
 const AUTHOR: &str = "Fleet Test <fleet@example.com>";
 
+/// The fixtures' command with a memo directory of its own: the fleet's names (`staging`) must
+/// not show up in the memos other test crates inspect.
+fn command() -> Command {
+    let mut command = common::fixture_command();
+    command.env("TFRS_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo-fleet"));
+    command
+}
+
 fn tfrs(args: &[&str]) -> Output {
-    common::fixture_command().args(args).output().unwrap()
+    command().args(args).output().unwrap()
 }
 
 fn ok(args: &[&str]) -> String {
@@ -111,8 +119,8 @@ fn an_unknown_cluster_is_a_usage_error_that_writes_nothing() {
     let repo = dir.path().join("repo.git");
     let init = Command::new("git").args(["init", "-q", "--bare", "-b", "main", s(&repo)]).output().unwrap();
     assert!(init.status.success());
-    let expected = "--cluster `prd`: no TFRCluster of the inputs has this name; they define `dev` (fixtures/fleet/clusters.yaml:7:9), \
-                    `staging` (fixtures/fleet/clusters.yaml:15:9), `prod` (fixtures/fleet/clusters.yaml:23:9); did you mean `prod`?";
+    let expected = "--cluster `prd`: no TFRCluster of the inputs has this name; they define `dev` (fixtures/fleet/clusters.yaml:8:9), \
+                    `staging` (fixtures/fleet/clusters.yaml:17:9), `prod` (fixtures/fleet/clusters.yaml:26:9); did you mean `prod`?";
     for args in [
         vec!["render", FLEET, "--out", s(&out), "--cluster", "prod", "--cluster", "prd"],
         vec!["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "--cluster", "prd"],
@@ -142,7 +150,7 @@ fn concurrent_commits_of_different_clusters_all_land_and_compose_to_the_whole_fl
     let children: Vec<_> = ["dev", "staging", "prod"]
         .iter()
         .map(|name| {
-            common::fixture_command()
+            command()
                 .args(["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "--cluster", name])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -179,4 +187,142 @@ fn one_commit_carries_several_selected_clusters() {
     assert!(landed[0].starts_with("tfrs: render dev, prod ("), "{landed:?}");
     let tree = Command::new("git").args(["ls-tree", "--name-only", "main", "clusters/"]).current_dir(&repo).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&tree.stdout), "clusters/dev\nclusters/prod\n");
+}
+
+/// The Secret's `stringData` after `tfrs unseal` with the demo key (DEV ONLY).
+fn unsealed(path: &Path) -> serde_json::Value {
+    let output =
+        common::tfrs_command().args(["unseal", "--private-key", "fixtures/demo/keys/sealed-secrets.key"]).arg(path).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    tfrs_gitops::spec::yaml::parse(0, &String::from_utf8(output.stdout).unwrap()).unwrap()[0].to_json()["stringData"].clone()
+}
+
+#[test]
+fn one_declaration_placed_in_several_clusters_with_its_environments() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gitops");
+    ok(&["render", FLEET, "--out", s(&out)]);
+    let tenant = |cluster: &str, name: &str| out.join(format!("clusters/{cluster}/components/namespaces/{name}"));
+    let instances = |cluster: &str| {
+        let text = std::fs::read_to_string(tenant(cluster, "acme").join("postgresql/cluster-acme-pg.yaml")).unwrap();
+        text.lines().find_map(|l| l.trim().strip_prefix("instances: ").map(str::to_owned)).unwrap()
+    };
+    // acme is declared once, placed in three clusters, sized by each environment.
+    assert_eq!([instances("dev"), instances("staging"), instances("prod")], ["1", "2", "3"]);
+    // The same names in three clusters: where each is placed, and only there.
+    for (cluster, tenants) in [("dev", vec!["acme"]), ("staging", vec!["acme", "globex"]), ("prod", vec!["acme", "billing", "globex"])] {
+        let mut found: Vec<String> = std::fs::read_dir(out.join(format!("clusters/{cluster}/components/namespaces")))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        found.sort();
+        assert_eq!(found, tenants, "{cluster}");
+    }
+    assert!(tenant("prod", "globex").join("servers/sales-bot").exists(), "sales-bot is placed in prod");
+    assert!(!tenant("staging", "globex").join("servers").exists(), "and only in prod");
+    let image = |cluster: &str| {
+        let text: String =
+            files(&tenant(cluster, "acme").join("servers/helpdesk")).into_values().map(|b| String::from_utf8(b).unwrap()).collect();
+        text.lines().find_map(|l| l.trim().strip_prefix("image: docker.cnb.cool/turingfocus/tfrobot:").map(str::to_owned)).unwrap()
+    };
+    assert_eq!((image("dev"), image("prod")), ("v1.9.0-rc.1".to_owned(), "v1.8.0".to_owned()), "versions per environment");
+    // Generated secrets of two clusters never coincide.
+    let password =
+        |cluster: &str| unsealed(&tenant(cluster, "acme").join("postgresql/sealedsecret-acme-pg-credentials.yaml"))["password"].clone();
+    let (dev, prod) = (password("dev"), password("prod"));
+    assert!(dev.as_str().is_some_and(|p| p.len() >= 16), "{dev}");
+    assert_ne!(dev, prod, "a dev database password is never prod's");
+    // `--explain` shows the environment layer, in the environment's file.
+    let explained = ok(&["validate", FLEET, "--explain", "spec.postgresql.instances"]);
+    assert!(explained.contains("TFRTenant/acme in cluster `prod` spec.postgresql.instances = 3\n  built-in default: 1\n  spec at fixtures/fleet/tenants.yaml:9:28: 1\n  environment `prod` at fixtures/fleet/environments/prod.yaml:6:28: 3  (wins)\n"), "{explained}");
+}
+
+/// A copy of the fleet with `edit` applied to the text of `file`; `tfrs validate` of it must
+/// fail with exactly `first` as its first error line, and `tfrs render` of it must write nothing.
+fn refused(file: &str, edit: impl Fn(&str) -> String, first: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    common::copy_dir(&common::root().join("fixtures/demo/keys"), &dir.path().join("demo/keys"));
+    let path = fleet.join(file);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    std::fs::write(&path, edit(&text)).unwrap();
+    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    let error = stderr.lines().find(|l| l.starts_with("fleet/") && !l.contains(": warning: "));
+    assert_eq!(error, Some(first), "{}", report(&output));
+    let rendered = command().current_dir(dir.path()).args(["render", "fleet", "--out", "out"]).output().unwrap();
+    assert_eq!(rendered.status.code(), Some(1), "{}", report(&rendered));
+    assert!(!dir.path().join("out").exists(), "nothing is written");
+}
+
+#[test]
+fn a_server_placed_in_a_cluster_that_lacks_its_tenant() {
+    refused(
+        "servers.yaml",
+        |text| text.replace("  clusters: [prod]", "  clusters: [prod, dev]"),
+        "fleet/servers.yaml:16:20: spec.clusters[1]: TFRTenant `globex` is not placed in cluster `dev` (it is placed in `staging`, `prod`)",
+    );
+}
+
+#[test]
+fn an_environment_that_names_a_missing_object() {
+    refused(
+        "environments/prod.yaml",
+        |text| text.replacen("metadata: { name: acme }", "metadata: { name: acmee }", 1),
+        "fleet/environments/prod.yaml:4:19: metadata.name: no TFRTenant `acmee` is placed in a cluster of environment `prod` (`prod`)",
+    );
+}
+
+#[test]
+fn two_environments_that_disagree_on_one_field() {
+    let eu = "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: { name: acme }\nspec:\n  postgresql: { instances: 5 }\n";
+    let dir_edit = |text: &str| text.replace("  environments: [prod]", "  environments: [prod, eu]");
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    std::fs::write(fleet.join("environments/eu.yaml"), eu).unwrap();
+    let clusters = fleet.join("clusters.yaml");
+    std::fs::write(&clusters, dir_edit(&std::fs::read_to_string(&clusters).unwrap())).unwrap();
+    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).lines().next(),
+        Some(
+            "fleet/environments/eu.yaml:5:28: spec.postgresql.instances: TFRTenant `acme` in cluster `prod`: environment `eu` and environment `prod` both set `spec.postgresql.instances`, differently"
+        ),
+        "{}",
+        report(&output)
+    );
+}
+
+#[test]
+fn placement_mistakes_name_their_place() {
+    refused(
+        "tenants.yaml",
+        |text| text.replace("  cluster: prod\n", "  cluster: prod\n  clusters: [prod]\n"),
+        "fleet/tenants.yaml:24:3: spec.clusters: set either `cluster` or `clusters`, not both",
+    );
+    refused(
+        "clusters.yaml",
+        |text| text.replace("  environments: [staging]", "  environments: [stagng]"),
+        "fleet/clusters.yaml:19:18: spec.environments[0]: unknown environment `stagng` (defined: `dev`, `prod`, `staging`)",
+    );
+    refused(
+        "tenants.yaml",
+        |text| text.replace("  clusters: [staging, prod]", "  clusters: [staging, prod, staging]"),
+        "fleet/tenants.yaml:16:29: spec.clusters[2]: `staging` is listed twice",
+    );
+    // The same name twice in one cluster is a duplicate there (and only there).
+    refused(
+        "tenants.yaml",
+        |text| {
+            format!(
+                "{text}---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata:\n  name: billing\nspec:\n  cluster: prod\n"
+            )
+        },
+        "fleet/tenants.yaml:29:9: metadata.name: duplicate TFRTenant `billing` in cluster `prod`, first defined at fleet/tenants.yaml:21:9",
+    );
 }

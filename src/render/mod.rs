@@ -149,7 +149,9 @@ pub fn render_with_memo(
     let mut context = Context::new(&env, files, inputs, master, options, memo);
     let mut clusters = Vec::new();
     for cluster in &spec.clusters {
-        if let Some(rendered) = cluster::render(&mut context, spec, cluster) {
+        // NB: names are unique within a cluster; each is rendered from its own objects.
+        let part = spec.part_of(cluster.name());
+        if let Some(rendered) = cluster::render(&mut context, &part, cluster) {
             clusters.push(rendered);
         }
     }

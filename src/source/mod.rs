@@ -11,7 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// Directories never searched for specs: they hold overlays, keys and templates.
-const SKIPPED_DIRECTORIES: &[&str] = &["overlays", "keys", "templates", "secrets"];
+const SKIPPED_DIRECTORIES: &[&str] = &["overlays", "environments", "keys", "templates", "secrets"];
 
 use crate::layout::RENDERED_MARKER;
 
@@ -40,7 +40,7 @@ pub enum Error {
     },
 }
 
-/// Reads `inputs` (files or directories) and the overlays next to them.
+/// Reads `inputs` (files or directories) and the overlays and environments next to them.
 ///
 /// # Errors
 ///
@@ -78,13 +78,12 @@ pub fn read(inputs: &[PathBuf], extra_overlays: &[String]) -> Result<Bundle, Err
     }
     overlay_dirs.dedup();
     for dir in overlay_dirs {
-        let Ok(entries) = fs::read_dir(&dir) else { continue };
-        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_yaml(p)).collect();
-        paths.sort();
-        for path in paths {
-            let Some(name) = path.file_stem().map(|s| s.to_string_lossy().into_owned()) else { continue };
-            let text = read_text(&path)?;
-            bundle.add_overlay(name, path.to_string_lossy(), text);
+        for (name, path) in named_files(&dir) {
+            bundle.add_overlay(name, path.to_string_lossy(), read_text(&path)?);
+        }
+        // NB: `environments/` sits beside `overlays/`.
+        for (name, path) in named_files(&dir.with_file_name("environments")) {
+            bundle.add_environment(name, path.to_string_lossy(), read_text(&path)?);
         }
     }
     for overlay in extra_overlays {
@@ -100,6 +99,14 @@ pub fn read(inputs: &[PathBuf], extra_overlays: &[String]) -> Result<Bundle, Err
         }
     }
     Ok(bundle)
+}
+
+/// The YAML files of `dir` (none when it does not exist), by file stem, sorted.
+fn named_files(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_yaml(p)).collect();
+    paths.sort();
+    paths.into_iter().filter_map(|path| Some((path.file_stem()?.to_string_lossy().into_owned(), path))).collect()
 }
 
 fn is_yaml(path: &Path) -> bool {

@@ -38,6 +38,8 @@ pub struct Bundle {
     pub overlays: BTreeMap<String, usize>,
     /// Overlays named on the command line (`--overlay`), applied after `spec.overlays`.
     pub extra_overlays: Vec<String>,
+    /// Environments by name (`environments/<name>.yaml`), for `TFRCluster.spec.environments`.
+    pub environments: BTreeMap<String, usize>,
 }
 
 impl Bundle {
@@ -68,6 +70,13 @@ impl Bundle {
     pub fn add_spec(&mut self, name: impl Into<String>, text: impl Into<String>) -> usize {
         let index = self.add(SourceFile { name: name.into(), text: text.into() });
         self.specs.push(index);
+        index
+    }
+
+    /// Adds (or replaces) a named environment.
+    pub fn add_environment(&mut self, environment: impl Into<String>, name: impl Into<String>, text: impl Into<String>) -> usize {
+        let index = self.add(SourceFile { name: name.into(), text: text.into() });
+        self.environments.insert(environment.into(), index);
         index
     }
 

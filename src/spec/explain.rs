@@ -49,11 +49,16 @@ fn explain_kind<S: Serialize + Default>(objects: &[Object<S>], kind: &str, field
         }
         for layer in &object.layers {
             if let Some(node) = find(&layer.spec, inner) {
-                let origin = if layer.label == "spec" { Some(locate(&object.tree, field)) } else { Some(node.origin) };
+                // NB: the merged tree locates the spec's own value, unless a layer above replaced it.
+                let replaced = object.layers.iter().skip_while(|l| l.label != "spec").skip(1).any(|l| find(&l.spec, inner).is_some());
+                let origin = if layer.label == "spec" && !replaced { Some(locate(&object.tree, field)) } else { Some(node.origin) };
                 steps.push(Step { label: layer.label.clone(), origin, value: redact(inner, node.to_json()) });
             }
         }
-        out.push(Explanation { object: format!("{kind}/{}", object.name()), value: redact(inner, value), steps });
+        // NB: a name placed in several clusters is told apart by its cluster.
+        let placed_twice = objects.iter().any(|o| o.name() == object.name() && o.cluster != object.cluster);
+        let at = if placed_twice { format!(" in cluster `{}`", object.cluster) } else { String::new() };
+        out.push(Explanation { object: format!("{kind}/{}{at}", object.name()), value: redact(inner, value), steps });
     }
 }
 

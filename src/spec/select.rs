@@ -28,11 +28,10 @@ pub fn clusters(spec: &Spec, files: &dyn FileTable, names: &[String]) -> Result<
         return Err(unknown_cluster(spec, files, unknown));
     }
     let wanted: BTreeSet<&str> = names.iter().map(String::as_str).collect();
-    let tenants: BTreeSet<&str> = spec.tenants.iter().filter(|t| wanted.contains(t.spec.cluster.as_str())).map(|t| t.name()).collect();
     Ok(Spec {
-        clusters: spec.clusters.iter().filter(|c| wanted.contains(c.name())).cloned().collect(),
-        tenants: spec.tenants.iter().filter(|t| tenants.contains(t.name())).cloned().collect(),
-        servers: spec.servers.iter().filter(|s| tenants.contains(s.spec.tenant.as_str())).cloned().collect(),
+        clusters: spec.clusters.iter().filter(|o| wanted.contains(o.cluster.as_str())).cloned().collect(),
+        tenants: spec.tenants.iter().filter(|o| wanted.contains(o.cluster.as_str())).cloned().collect(),
+        servers: spec.servers.iter().filter(|o| wanted.contains(o.cluster.as_str())).cloned().collect(),
     })
 }
 

@@ -46,6 +46,20 @@ pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn 
     duplicates(&spec.clusters, "TFRCluster", files, out);
     duplicates(&spec.tenants, "TFRTenant", files, out);
     duplicates(&spec.servers, "TFRServer", files, out);
+    // NB: names are unique within a cluster, so each cluster's objects are checked together.
+    for part in spec.parts() {
+        check_part(&part, known_clusters, known_tenants, files, out);
+    }
+}
+
+/// The checks of the objects of one cluster, in which names are unique.
+fn check_part(
+    spec: &Spec,
+    known_clusters: &BTreeSet<String>,
+    known_tenants: &BTreeSet<String>,
+    files: &dyn FileTable,
+    out: &mut Vec<Diagnostic>,
+) {
     let clusters: BTreeMap<&str, &Object<ClusterSpec>> = spec.clusters.iter().map(|c| (c.name(), c)).collect();
     let tenants: BTreeMap<&str, &Object<TenantSpec>> = spec.tenants.iter().map(|t| (t.name(), t)).collect();
     for cluster in &spec.clusters {
@@ -111,17 +125,20 @@ fn metadata_namespace<S>(object: &Object<S>, out: &mut Vec<Diagnostic>) {
     }
 }
 
+/// Names are unique within a cluster: the same name may be placed in several clusters.
 fn duplicates<S>(objects: &[Object<S>], kind: &str, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
-    let mut seen: BTreeMap<&str, &Object<S>> = BTreeMap::new();
+    let mut seen: BTreeMap<(&str, &str), &Object<S>> = BTreeMap::new();
     for object in objects {
-        if let Some(first) = seen.get(object.name()) {
+        if let Some(first) = seen.get(&(object.cluster.as_str(), object.name())) {
             let at = first.locate("metadata.name");
+            let within =
+                if object.cluster.is_empty() || kind == "TFRCluster" { String::new() } else { format!(" in cluster `{}`", object.cluster) };
             out.push(object.error_at(
                 "metadata.name",
-                format!("duplicate {kind} `{}`, first defined at {}:{}:{}", object.name(), files.name(at.file), at.line, at.column),
+                format!("duplicate {kind} `{}`{within}, first defined at {}:{}:{}", object.name(), files.name(at.file), at.line, at.column),
             ));
         } else {
-            seen.insert(object.name(), object);
+            seen.insert((object.cluster.as_str(), object.name()), object);
         }
     }
 }

@@ -16,7 +16,8 @@ pub(super) fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeSet<Stri
     let spec = &tenant.spec;
     shared_cache(tenant, out);
     let path = "spec.cluster";
-    if !clusters.contains(&spec.cluster) {
+    // NB: no cluster at all is a placement problem, reported where the tenant is placed.
+    if !spec.cluster.is_empty() && !clusters.contains(&spec.cluster) {
         out.push(dangling(tenant.locate(path), path, "TFRCluster", &spec.cluster, clusters.iter().map(String::as_str)));
     }
     tenant_type(tenant, out);

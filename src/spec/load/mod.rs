@@ -24,6 +24,10 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct Object<S> {
     /// Its metadata.
     pub metadata: Metadata,
+    /// The cluster it is placed in: a cluster's own name; a tenant's placement (one object per
+    /// cluster of `spec.clusters`); its tenant's for a server. Empty when unknown (an invalid
+    /// reference, reported as such).
+    pub cluster: String,
     /// Its spec, with overlays and defaults applied.
     pub spec: S,
     /// The merged document tree, for locating fields in messages.
@@ -65,10 +69,48 @@ pub struct Layer {
 pub struct Spec {
     /// `TFRCluster`s.
     pub clusters: Vec<Object<ClusterSpec>>,
-    /// `TFRTenant`s.
+    /// `TFRTenant`s, one per placement: names are unique within a cluster.
     pub tenants: Vec<Object<TenantSpec>>,
-    /// `TFRServer`s.
+    /// `TFRServer`s, one per placement: names are unique within a cluster.
     pub servers: Vec<Object<ServerSpec>>,
+}
+
+impl Spec {
+    /// The objects placed in `cluster`: the cluster, its tenants and their servers.
+    #[must_use]
+    pub fn part(&self, cluster: &str) -> Spec {
+        Spec {
+            clusters: self.clusters.iter().filter(|o| o.cluster == cluster).cloned().collect(),
+            tenants: self.tenants.iter().filter(|o| o.cluster == cluster).cloned().collect(),
+            servers: self.servers.iter().filter(|o| o.cluster == cluster).cloned().collect(),
+        }
+    }
+
+    /// The spec of each cluster (and of objects placed in no known cluster), in which names are
+    /// unique: borrowed whole when every object is in one cluster, the common case.
+    #[must_use]
+    pub fn parts(&self) -> Vec<std::borrow::Cow<'_, Spec>> {
+        let clusters: BTreeSet<&str> = self
+            .clusters
+            .iter()
+            .map(|o| o.cluster.as_str())
+            .chain(self.tenants.iter().map(|o| o.cluster.as_str()))
+            .chain(self.servers.iter().map(|o| o.cluster.as_str()))
+            .collect();
+        if clusters.len() <= 1 {
+            return vec![std::borrow::Cow::Borrowed(self)];
+        }
+        clusters.into_iter().map(|cluster| std::borrow::Cow::Owned(self.part(cluster))).collect()
+    }
+
+    /// The part of `cluster` borrowed when it is the whole spec, else copied out.
+    #[must_use]
+    pub fn part_of(&self, cluster: &str) -> std::borrow::Cow<'_, Spec> {
+        let whole = self.clusters.iter().all(|o| o.cluster == cluster)
+            && self.tenants.iter().all(|o| o.cluster == cluster)
+            && self.servers.iter().all(|o| o.cluster == cluster);
+        if whole { std::borrow::Cow::Borrowed(self) } else { std::borrow::Cow::Owned(self.part(cluster)) }
+    }
 }
 
 /// The result of a load: the spec if there were no errors, and every diagnostic (errors and
@@ -120,7 +162,9 @@ pub fn locate(tree: &Node, path: &str) -> Origin {
     if path.is_empty() { origin } else { node.origin }
 }
 
-use overlays::{OverlayDocument, cluster_overlays, parse_overlays};
+mod environments;
+
+use overlays::{OverlayDocument, cluster_overlays, parse_environments, parse_overlays};
 
 /// Loads and validates everything in `bundle`.
 #[must_use]
@@ -128,18 +172,29 @@ pub fn load(bundle: &Bundle) -> Loaded {
     let mut out = Vec::new();
     let schemas: BTreeMap<Kind, Json> = Kind::ALL.into_iter().map(|k| (k, k.raw_schema())).collect();
     let overlays = parse_overlays(bundle, &schemas, &mut out);
+    let environments = parse_environments(bundle, &schemas, &mut out);
     let (documents, unparsed) = parse_documents(bundle, &mut out);
     let cluster_overlays = cluster_overlays(&documents, &overlays, bundle, &mut out);
+    let cluster_environments = environments::cluster_environments(&documents, &environments, bundle, &mut out);
     let known = known_names(&documents);
     let inputs = BuildInputs {
         bundle,
         schemas: &schemas,
         overlays: &overlays,
         cluster_overlays: &cluster_overlays,
-        tenant_clusters: &tenant_clusters(&documents),
+        environments: &environments,
+        cluster_environments: &cluster_environments,
+        tenant_clusters: &environments::tenant_placements(&documents),
         known: &known,
     };
     let spec = build_all(documents, &inputs, &mut out);
+    let placed: BTreeSet<(Kind, String, String)> = spec
+        .tenants
+        .iter()
+        .map(|o| (Kind::Tenant, o.cluster.clone(), o.name().to_owned()))
+        .chain(spec.servers.iter().map(|o| (Kind::Server, o.cluster.clone(), o.name().to_owned())))
+        .collect();
+    environments::unmatched(&environments, &cluster_environments, &placed, &mut out);
     check::check(&spec, &known, bundle, &mut out);
     finish(spec, super::diagnostic::without_follow_ons(out, unparsed))
 }
@@ -171,19 +226,6 @@ fn parse_documents(bundle: &Bundle, out: &mut Vec<Diagnostic>) -> (Vec<(Kind, No
     (documents, unparsed)
 }
 
-/// The cluster each tenant document names.
-fn tenant_clusters(documents: &[(Kind, Node)]) -> BTreeMap<String, String> {
-    documents
-        .iter()
-        .filter(|(kind, _)| *kind == Kind::Tenant)
-        .filter_map(|(_, d)| {
-            let name = document_name(d)?;
-            let cluster = d.get("spec")?.get("cluster")?.as_str()?;
-            Some((name.to_owned(), cluster.to_owned()))
-        })
-        .collect()
-}
-
 /// Names of every document, valid or not, so that one broken object does not make every
 /// reference to it dangle as well.
 fn known_names(documents: &[(Kind, Node)]) -> BTreeMap<Kind, BTreeSet<String>> {
@@ -207,7 +249,10 @@ struct BuildInputs<'a> {
     schemas: &'a BTreeMap<Kind, Json>,
     overlays: &'a BTreeMap<String, Vec<OverlayDocument>>,
     cluster_overlays: &'a BTreeMap<String, Vec<(String, Origin)>>,
-    tenant_clusters: &'a BTreeMap<String, String>,
+    environments: &'a BTreeMap<String, Vec<OverlayDocument>>,
+    cluster_environments: &'a BTreeMap<String, Vec<(String, Origin)>>,
+    /// The clusters of each tenant name, over every tenant document.
+    tenant_clusters: &'a BTreeMap<String, Vec<String>>,
     known: &'a BTreeMap<Kind, BTreeSet<String>>,
 }
 
@@ -215,8 +260,18 @@ struct BuildInputs<'a> {
 fn build_all(documents: Vec<(Kind, Node)>, inputs: &BuildInputs<'_>, out: &mut Vec<Diagnostic>) -> Spec {
     // NB: documents are built in parallel (a large platform has thousands of servers); the
     // results and their problems are gathered in document order.
-    let built: Vec<(Option<Built>, Vec<Diagnostic>)> =
-        documents.into_par_iter().map(|(kind, document)| build_document(kind, document, inputs)).collect();
+    let built: Vec<(Option<Built>, Vec<Diagnostic>)> = documents
+        .into_par_iter()
+        .flat_map_iter(|(kind, document)| {
+            // One object per cluster the document is placed in; placement problems once.
+            let mut problems = Vec::new();
+            let clusters = environments::placements(kind, &document, inputs.tenant_clusters, &mut problems);
+            let mut built: Vec<(Option<Built>, Vec<Diagnostic>)> =
+                clusters.into_iter().map(|cluster| build_document(kind, document.clone(), cluster, inputs)).collect();
+            built.push((None, problems));
+            built
+        })
+        .collect();
     let mut spec = Spec::default();
     for (built, problems) in built {
         out.extend(problems);
@@ -230,16 +285,30 @@ fn build_all(documents: Vec<(Kind, Node)>, inputs: &BuildInputs<'_>, out: &mut V
     spec
 }
 
-/// Builds one document under the overlays of its cluster and those of the command line.
-fn build_document(kind: Kind, document: Node, inputs: &BuildInputs<'_>) -> (Option<Built>, Vec<Diagnostic>) {
+/// Builds one document for `cluster`: under the overlays of its cluster and those of the
+/// command line, over the environments of its cluster.
+fn build_document(kind: Kind, document: Node, cluster: String, inputs: &BuildInputs<'_>) -> (Option<Built>, Vec<Diagnostic>) {
     let mut out = Vec::new();
-    let layers = overlay_layers(kind, &document, inputs);
+    let below = overlay_layers(kind, &cluster, inputs);
+    let name = document_name(&document).unwrap_or_default().to_owned();
+    let selected = inputs.cluster_environments.get(&cluster).map_or(&[][..], Vec::as_slice);
+    let label = format!("{} `{name}` in cluster `{cluster}`", kind.as_str());
+    let above = environments::layers(kind, &name, selected, inputs.environments, &label, &mut out);
     let raw = document.clone();
     let schema = &inputs.schemas[&kind];
+    let layers = Layers { below, above, cluster };
     let built = match kind {
         Kind::Cluster => build::<ClusterSpec>(document, layers, schema, &mut out).map(|o| Built::Cluster(Box::new(o))),
-        Kind::Tenant => build::<TenantSpec>(document, layers, schema, &mut out).map(|o| Built::Tenant(Box::new(o))),
-        Kind::Server => build::<ServerSpec>(document, layers, schema, &mut out).map(|o| Built::Server(Box::new(o))),
+        Kind::Tenant => build::<TenantSpec>(document, layers, schema, &mut out).map(|mut o| {
+            // NB: each placement is a tenant of one cluster.
+            o.spec.cluster.clone_from(&o.cluster);
+            o.spec.clusters.clear();
+            Built::Tenant(Box::new(o))
+        }),
+        Kind::Server => build::<ServerSpec>(document, layers, schema, &mut out).map(|mut o| {
+            o.spec.clusters.clear();
+            Built::Server(Box::new(o))
+        }),
     };
     if built.is_none() {
         // NB: the typed checks skip an invalid document; its references are still checked.
@@ -248,17 +317,10 @@ fn build_document(kind: Kind, document: Node, inputs: &BuildInputs<'_>) -> (Opti
     (built, out)
 }
 
-/// The overlay layers of a document of `kind`, lowest first: its cluster's, then the command
-/// line's.
-fn overlay_layers(kind: Kind, document: &Node, inputs: &BuildInputs<'_>) -> Vec<Layer> {
-    let cluster = match kind {
-        Kind::Cluster => document_name(document).map(str::to_owned),
-        Kind::Tenant => document.get("spec").and_then(|s| s.get("cluster")).and_then(Node::as_str).map(str::to_owned),
-        Kind::Server => {
-            document.get("spec").and_then(|s| s.get("tenant")).and_then(Node::as_str).and_then(|t| inputs.tenant_clusters.get(t).cloned())
-        }
-    };
-    let selected = cluster.and_then(|c| inputs.cluster_overlays.get(&c)).into_iter().flatten();
+/// The overlay layers of a document of `kind` placed in `cluster`, lowest first: its
+/// cluster's, then the command line's.
+fn overlay_layers(kind: Kind, cluster: &str, inputs: &BuildInputs<'_>) -> Vec<Layer> {
+    let selected = inputs.cluster_overlays.get(cluster).into_iter().flatten();
     let mut names: Vec<(&str, Option<Origin>)> = selected.map(|(name, at)| (name.as_str(), Some(*at))).collect();
     names.extend(inputs.bundle.extra_overlays.iter().map(|name| (name.as_str(), None)));
     names
@@ -376,10 +438,22 @@ fn read_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
     }
 }
 
-/// Merges the layers under the document's spec, validates the result and deserializes it.
-fn build<S: DeserializeOwned>(mut document: Node, mut layers: Vec<Layer>, schema: &Json, out: &mut Vec<Diagnostic>) -> Option<Object<S>> {
+/// The layers of one object besides its own spec, and the cluster it is placed in.
+struct Layers {
+    /// Overlays, lowest first.
+    below: Vec<Layer>,
+    /// Environments.
+    above: Vec<Layer>,
+    cluster: String,
+}
+
+/// Merges the overlays under the document's spec and the environments over it, validates the
+/// result and deserializes it.
+fn build<S: DeserializeOwned>(mut document: Node, layers: Layers, schema: &Json, out: &mut Vec<Diagnostic>) -> Option<Object<S>> {
+    let Layers { below: mut layers, above, cluster } = layers;
     if let Some(own) = document.get("spec") {
         layers.push(Layer { label: "spec".to_owned(), spec: own.clone(), selected_at: None });
+        layers.extend(above);
         let merged = layers.iter().skip(1).fold(layers[0].spec.clone(), |acc, layer| merge(&acc, &layer.spec));
         if let Value::Map(entries) = &mut document.value
             && let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec")
@@ -393,7 +467,7 @@ fn build<S: DeserializeOwned>(mut document: Node, mut layers: Vec<Layer>, schema
         return None;
     }
     match serde_json::from_value::<Document<S>>(document.to_json()) {
-        Ok(typed) => Some(Object { metadata: typed.metadata, spec: typed.spec, tree: document, layers }),
+        Ok(typed) => Some(Object { metadata: typed.metadata, cluster, spec: typed.spec, tree: document, layers }),
         Err(error) => {
             // NB: the schema comes from the same types, so this means the two disagree: a bug.
             out.push(Diagnostic::error(

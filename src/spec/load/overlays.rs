@@ -11,10 +11,22 @@ use crate::spec::yaml::{self, Key, Node, Origin, Value};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 
-/// A parsed overlay document.
+/// A parsed overlay or environment document.
 pub(super) struct OverlayDocument {
     pub(super) kind: Kind,
     pub(super) spec: Node,
+    /// An environment document's object (`metadata.name`) and where it is named; overlays
+    /// have none: they apply to every object of their kind.
+    pub(super) target: Option<(String, Origin)>,
+}
+
+/// Which kind of layer file a document is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Partial {
+    /// `overlays/<name>.yaml`: unnamed, under the spec.
+    Overlay,
+    /// `environments/<name>.yaml`: named, over the spec.
+    Environment,
 }
 
 /// Every overlay of the bundle, by name: its documents, each validated as a partial spec of
@@ -24,47 +36,56 @@ pub(super) fn parse_overlays(
     schemas: &BTreeMap<Kind, Json>,
     out: &mut Vec<Diagnostic>,
 ) -> BTreeMap<String, Vec<OverlayDocument>> {
-    let mut overlays = BTreeMap::new();
-    for (name, &file) in &bundle.overlays {
+    parse_files(&bundle.overlays, bundle, schemas, Partial::Overlay, out)
+}
+
+/// Every environment of the bundle, by name: its documents, each naming the tenant or server
+/// it changes, its spec validated as a partial spec of its kind.
+pub(super) fn parse_environments(
+    bundle: &Bundle,
+    schemas: &BTreeMap<Kind, Json>,
+    out: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, Vec<OverlayDocument>> {
+    parse_files(&bundle.environments, bundle, schemas, Partial::Environment, out)
+}
+
+fn parse_files(
+    files: &BTreeMap<String, usize>,
+    bundle: &Bundle,
+    schemas: &BTreeMap<Kind, Json>,
+    partial: Partial,
+    out: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, Vec<OverlayDocument>> {
+    let mut parsed_files = BTreeMap::new();
+    for (name, &file) in files {
         let documents = match yaml::parse(file, &bundle.files[file].text) {
             Ok(documents) => documents,
             Err(errors) => {
                 out.extend(errors.into_iter().map(|e| Diagnostic::error(Rule::Syntax, e.origin, "(overlay)", e.message)));
-                overlays.insert(name.clone(), Vec::new());
+                parsed_files.insert(name.clone(), Vec::new());
                 continue;
             }
         };
-        let parsed = documents.iter().filter_map(|document| parse_overlay(document, schemas, out)).collect();
-        overlays.insert(name.clone(), parsed);
+        let parsed = documents.iter().filter_map(|document| parse_overlay(document, schemas, partial, out)).collect();
+        parsed_files.insert(name.clone(), parsed);
     }
-    overlays
+    parsed_files
 }
 
-/// One overlay document: `kind` and `spec` (and `apiVersion`), its spec validated as partial.
-fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, out: &mut Vec<Diagnostic>) -> Option<OverlayDocument> {
+/// One overlay or environment document: `kind` and `spec` (and `apiVersion`; an environment's
+/// also `metadata.name`), its spec validated as partial.
+fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, partial: Partial, out: &mut Vec<Diagnostic>) -> Option<OverlayDocument> {
     let Value::Map(entries) = &document.value else {
+        let expected = if partial == Partial::Overlay { "`kind` and `spec`" } else { "`kind`, `metadata` and `spec`" };
         out.push(Diagnostic::error(
             Rule::Overlay,
             document.origin,
             "(overlay)",
-            format!("expected a map with `kind` and `spec`, found {}", document.describe()),
+            format!("expected a map with {expected}, found {}", document.describe()),
         ));
         return None;
     };
-    for (key, _) in entries {
-        if !matches!(key.name.as_str(), "apiVersion" | "kind" | "spec") {
-            let mut diagnostic = Diagnostic::error(
-                Rule::Overlay,
-                key.origin,
-                &key.name,
-                "unknown field in an overlay, expected one of `apiVersion`, `kind`, `spec`",
-            );
-            if key.name == "metadata" {
-                diagnostic = diagnostic.with_help("overlays apply to every object of their kind and have no names");
-            }
-            out.push(diagnostic);
-        }
-    }
+    unknown_keys(entries, partial, out);
     if let Some(version) = document.get("apiVersion")
         && version.as_str() != Some(API_VERSION)
     {
@@ -76,22 +97,93 @@ fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, out: &mut Vec<
         ));
     }
     let kind = read_kind(document, out)?;
+    let target = match partial {
+        Partial::Overlay => None,
+        Partial::Environment => Some(environment_target(document, kind, out)?),
+    };
     let Some(spec) = document.get("spec") else {
         out.push(Diagnostic::error(Rule::Overlay, document.origin, "spec", "missing required field"));
         return None;
     };
     let mut spec = spec.clone();
-    for forbidden in ["cluster", "tenant", "overlays"] {
+    for forbidden in ["cluster", "clusters", "tenant", "overlays", "environments"] {
         if let Some(key) = spec.get_key(forbidden) {
+            let what = if partial == Partial::Overlay { "an overlay" } else { "an environment" };
             out.push(
-                Diagnostic::error(Rule::Overlay, key.origin, format!("spec.{forbidden}"), "not allowed in an overlay")
-                    .with_help("references and overlay lists belong in the spec itself"),
+                Diagnostic::error(Rule::Overlay, key.origin, format!("spec.{forbidden}"), format!("not allowed in {what}"))
+                    .with_help("references, placements, overlay and environment lists belong in the spec itself"),
             );
         }
     }
     let spec_schema = spec_schema(&schemas[&kind]);
     schema::validate(&mut spec, &spec_schema, "spec", ValidateOptions { partial: true }, out);
-    Some(OverlayDocument { kind, spec })
+    Some(OverlayDocument { kind, spec, target })
+}
+
+/// Reports the top-level keys a layer document may not have.
+fn unknown_keys(entries: &[(Key, Node)], partial: Partial, out: &mut Vec<Diagnostic>) {
+    let allowed: &[&str] = match partial {
+        Partial::Overlay => &["apiVersion", "kind", "spec"],
+        Partial::Environment => &["apiVersion", "kind", "metadata", "spec"],
+    };
+    for (key, _) in entries {
+        if !allowed.contains(&key.name.as_str()) {
+            let listed: Vec<String> = allowed.iter().map(|k| format!("`{k}`")).collect();
+            let what = if partial == Partial::Overlay { "an overlay" } else { "an environment" };
+            let mut diagnostic = Diagnostic::error(
+                Rule::Overlay,
+                key.origin,
+                &key.name,
+                format!("unknown field in {what}, expected one of {}", listed.join(", ")),
+            );
+            if key.name == "metadata" {
+                diagnostic = diagnostic.with_help(
+                    "overlays apply to every object of their kind and have no names; an environment (`environments/`) changes named objects",
+                );
+            }
+            out.push(diagnostic);
+        }
+    }
+}
+
+/// The object an environment document changes: `metadata.name` of a TFRTenant or TFRServer.
+fn environment_target(document: &Node, kind: Kind, out: &mut Vec<Diagnostic>) -> Option<(String, Origin)> {
+    if kind == Kind::Cluster {
+        let at = document.get("kind").map_or(document.origin, |k| k.origin);
+        out.push(
+            Diagnostic::error(Rule::Overlay, at, "kind", "an environment changes TFRTenants and TFRServers")
+                .with_help("what differs between clusters belongs in each TFRCluster"),
+        );
+        return None;
+    }
+    let Some(metadata) = document.get("metadata") else {
+        out.push(
+            Diagnostic::error(Rule::Overlay, document.origin, "metadata.name", "missing required field")
+                .with_help("an environment document names the tenant or server it changes"),
+        );
+        return None;
+    };
+    if let Value::Map(entries) = &metadata.value {
+        for (key, _) in entries.iter().filter(|(k, _)| k.name != "name") {
+            out.push(Diagnostic::error(
+                Rule::Overlay,
+                key.origin,
+                format!("metadata.{}", key.name),
+                "unknown field in an environment's metadata, expected `name`",
+            ));
+        }
+    }
+    match metadata.get("name") {
+        Some(node) if node.as_str().is_some_and(|n| !n.is_empty()) => Some((node.as_str().unwrap_or_default().to_owned(), node.origin)),
+        Some(node) => {
+            out.push(Diagnostic::error(Rule::Overlay, node.origin, "metadata.name", format!("expected a name, found {}", node.describe())));
+            None
+        }
+        None => {
+            out.push(Diagnostic::error(Rule::Overlay, metadata.origin, "metadata.name", "missing required field"));
+            None
+        }
+    }
 }
 
 /// The schema of `spec` inside a document schema, with the document's `$defs`.
@@ -169,6 +261,6 @@ pub fn merge(lower: &Node, upper: &Node) -> Node {
     }
 }
 
-fn is_secret_source(entries: &[(Key, Node)]) -> bool {
+pub(super) fn is_secret_source(entries: &[(Key, Node)]) -> bool {
     !entries.is_empty() && entries.iter().all(|(k, _)| SECRET_FORMS.contains(&k.name.as_str()))
 }

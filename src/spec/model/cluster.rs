@@ -11,6 +11,11 @@ use serde::{Deserialize, Serialize};
 pub struct ClusterSpec {
     /// Overlays applied in order under this spec.
     pub overlays: Vec<String>,
+    /// Environments (`environments/<name>.yaml`) whose per-object changes apply over the specs
+    /// of the tenants and servers placed in this cluster. They have no order: two that set one
+    /// field differently are an error.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub environments: Vec<String>,
     /// How Argo CD or Flux consumes the rendered tree.
     pub gitops: Gitops,
     /// Ingress and TLS.
@@ -58,6 +63,7 @@ impl Default for ClusterSpec {
     fn default() -> Self {
         ClusterSpec {
             overlays: Vec::new(),
+            environments: Vec::new(),
             gitops: Gitops::default(),
             ingress: Ingress::default(),
             cert_manager: VersionedComponent::pinned(CERT_MANAGER),

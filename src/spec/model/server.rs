@@ -13,6 +13,10 @@ pub struct ServerSpec {
     /// The `TFRTenant` this server belongs to.
     #[schemars(extend("x-tfrs-check" = "dns-label"))]
     pub tenant: String,
+    /// Only these of its tenant's clusters (default: every cluster the tenant is placed in).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1))]
+    pub clusters: Vec<String>,
     /// The TFRobot image.
     pub image: Image,
     /// The API worker.

@@ -10,9 +10,16 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[derive(Default)]
 pub struct TenantSpec {
-    /// The `TFRCluster` this tenant lives on.
+    /// The `TFRCluster` this tenant lives on. Exactly one of `cluster` and `clusters`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(extend("x-tfrs-check" = "dns-label"))]
     pub cluster: String,
+    /// The `TFRCluster`s this tenant is placed in, one tenant per cluster under the same name,
+    /// each with its cluster's overlays and environments. Exactly one of `cluster` and
+    /// `clusters`; once loaded, each placement has its cluster in `cluster`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1))]
+    pub clusters: Vec<String>,
     /// `enterprise` or `personal`.
     #[serde(default, rename = "type")]
     pub kind: TenantType,
