@@ -326,3 +326,61 @@ fn placement_mistakes_name_their_place() {
         "fleet/tenants.yaml:29:9: metadata.name: duplicate TFRTenant `billing` in cluster `prod`, first defined at fleet/tenants.yaml:21:9",
     );
 }
+
+#[test]
+fn plan_summarises_the_fleet_and_what_differs_between_clusters() {
+    let text = ok(&["plan", FLEET]);
+    assert_eq!(
+        text,
+        "cluster dev (environments: dev): 1 tenant, 1 server
+  acme (namespace acme): helpdesk
+cluster staging (environments: staging): 2 tenants, 1 server
+  acme (namespace acme): helpdesk
+  globex (namespace globex): no servers
+cluster prod (environments: prod): 3 tenants, 3 servers
+  acme (namespace acme): helpdesk
+  globex (namespace globex): sales-bot
+  billing (namespace billing): invoices
+
+differs between clusters:
+  TFRTenant acme:
+    spec.postgresql.instances: dev 1, staging 2, prod 3
+    spec.postgresql.storage: dev 5Gi, staging 5Gi, prod 50Gi
+    spec.rabbitmq.enabled: dev false, staging true, prod true
+    spec.sharedCache.storageClass: dev \"\", staging nfs-client, prod nfs-client
+  TFRServer helpdesk:
+    spec.apiWorker.replicas: dev 2, staging 2, prod 3
+    spec.image.tag: dev v1.9.0-rc.1, staging v1.8.0, prod v1.8.0
+"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["plan", FLEET, "--format", "json", "--cluster", "prod", "--cluster", "dev"])).unwrap();
+    let names: Vec<&str> = json["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["dev", "prod"]);
+    let instances = json["differences"].as_array().unwrap().iter().find(|d| d["field"] == "spec.postgresql.instances").unwrap();
+    assert_eq!(instances["values"], serde_json::json!({ "dev": 1, "prod": 3 }));
+    // The graph of one cluster is that cluster's alone.
+    let graph = ok(&["graph", FLEET, "--cluster", "dev"]);
+    assert!(graph.starts_with("%% tfrs components of cluster `dev`\n"), "{graph}");
+    assert!(graph.contains("namespaces/acme/servers/helpdesk") && !graph.contains("globex"), "{graph}");
+}
+
+#[test]
+fn plan_never_shows_a_literal_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    let prod = fleet.join("environments/prod.yaml");
+    let literal = "s3cret-prod-only-literal";
+    let text = std::fs::read_to_string(&prod).unwrap().replacen(
+        "  postgresql: { instances: 3, storage: 50Gi }",
+        &format!("  postgresql: {{ instances: 3, storage: 50Gi }}\n  redis: {{ password: {{ value: {literal} }} }}"),
+        1,
+    );
+    std::fs::write(&prod, text).unwrap();
+    let output = command().current_dir(dir.path()).args(["plan", "fleet"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("spec.redis.password.value: dev (not set), staging (not set), prod <redacted>"), "{stdout}");
+    assert!(!report(&output).contains(literal));
+}

@@ -60,6 +60,11 @@ pub enum Command {
     Reconcile(ReconcileArgs),
     /// Draw the component dependency graph (mermaid or Graphviz dot).
     Graph(GraphArgs),
+    /// Summarise the fleet: each cluster's environments, overlays, tenants and servers, and
+    /// what differs between the clusters an object is placed in. Renders nothing.
+    ///
+    /// Exit status: 0 printed, 1 invalid spec, 2 usage or I/O error.
+    Plan(PlanArgs),
     /// Search a repository's history for any secret of the specs (derived or resolved).
     ///
     /// Every commit reachable from `--ref` is searched for each value raw, base64 (any
@@ -381,12 +386,41 @@ pub struct GraphArgs {
     /// Spec files or directories.
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
+    /// Only this cluster; repeatable.
+    #[arg(long = "cluster", value_name = "NAME")]
+    pub clusters: Vec<String>,
     /// Apply this overlay after `spec.overlays`; repeatable.
     #[arg(long = "overlay", value_name = "NAME|PATH")]
     pub overlays: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "mermaid")]
     pub format: GraphFormat,
+}
+
+/// `tfrs plan`.
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// Spec files or directories.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// Only this cluster; repeatable.
+    #[arg(long = "cluster", value_name = "NAME")]
+    pub clusters: Vec<String>,
+    /// Apply this overlay after `spec.overlays`; repeatable.
+    #[arg(long = "overlay", value_name = "NAME|PATH")]
+    pub overlays: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: PlanFormat,
+}
+
+/// A `tfrs plan` format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// For people.
+    Text,
+    /// One JSON document: `clusters` and `differences`.
+    Json,
 }
 
 /// A graph format.

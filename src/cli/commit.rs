@@ -21,7 +21,7 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Failure);
     };
-    let spec = select(spec, &bundle, &args.settings)?;
+    let spec = select(spec, &bundle, &args.settings.clusters)?;
     let (repo, is_url) = crate::git::open(&args.repo)?;
     let author = Author::resolve(args.author.as_deref(), &repo, &|name| std::env::var(name).ok())?;
     let push = (args.push || is_url)

@@ -19,7 +19,7 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Error);
     };
-    let spec = select(spec, &bundle, &args.settings)?;
+    let spec = select(spec, &bundle, &args.settings.clusters)?;
     let (repo, is_url) = crate::git::open(&args.repo)?;
     let commit = resolve(&repo, is_url, args)?;
     let tree = commit.tree()?;

@@ -7,14 +7,15 @@ use std::io::Write;
 
 /// Runs `tfrs graph`.
 pub fn run(args: &GraphArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, _bundle)) = super::stages::load(&args.inputs, &args.overlays)? else {
+    let Some((spec, bundle)) = super::stages::load(&args.inputs, &args.overlays)? else {
         return Ok(Status::Failure);
     };
+    let spec = super::stages::select(spec, &bundle, &args.clusters)?;
     // One document for every cluster: with several, component ids are prefixed by the cluster.
     let names: Vec<&str> = spec.clusters.iter().map(|c| c.name()).collect();
     let mut combined = Graph::default();
     for cluster in &spec.clusters {
-        let graph = cluster::full_graph(&spec, cluster);
+        let graph = cluster::full_graph(&spec.part_of(cluster.name()), cluster);
         let prefix = |id: &str| if names.len() == 1 { id.to_owned() } else { format!("{}:{id}", cluster.name()) };
         for id in graph.order() {
             // NB: the cluster's own graph is in dependency order, so every dependency is in.

@@ -11,6 +11,7 @@ mod completions;
 mod diff;
 mod graph;
 mod man;
+mod plan;
 mod reconcile;
 mod render;
 mod report;
@@ -77,6 +78,7 @@ pub fn run() -> Status {
         args::Command::Unseal(a) => unseal::run(&a, &mut stdout),
         args::Command::Render(a) => render::run(&a, &mut stdout),
         args::Command::Graph(a) => graph::run(&a, &mut stdout),
+        args::Command::Plan(a) => plan::run(&a, &mut stdout),
         args::Command::Audit(a) => audit::run(&a, &mut stdout),
         args::Command::Commit(a) => commit::run(&a, &mut stdout),
         args::Command::Diff(a) => diff::run(&a, colour, &mut stdout),

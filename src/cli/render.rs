@@ -25,7 +25,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Failure);
     };
-    let spec = select(spec, &bundle, &args.settings)?;
+    let spec = select(spec, &bundle, &args.settings.clusters)?;
     let settings = &args.settings;
     let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
     // The current tree is read once: for the memo, the sealing reuse, the change count and the

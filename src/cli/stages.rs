@@ -31,11 +31,11 @@ pub(crate) fn load(inputs: &[PathBuf], overlays: &[String]) -> anyhow::Result<Op
 /// # Errors
 ///
 /// A `--cluster` that names no cluster of the inputs (a usage error: nothing is written).
-pub(crate) fn select(spec: Spec, bundle: &Bundle, settings: &RenderSettings) -> anyhow::Result<Spec> {
-    if settings.clusters.is_empty() {
+pub(crate) fn select(spec: Spec, bundle: &Bundle, clusters: &[String]) -> anyhow::Result<Spec> {
+    if clusters.is_empty() {
         return Ok(spec);
     }
-    Ok(crate::spec::select::clusters(&spec, bundle, &settings.clusters)?)
+    Ok(crate::spec::select::clusters(&spec, bundle, clusters)?)
 }
 
 /// Builds the tree of `spec` with the render settings of the flags (no memo); reports a failure

@@ -5,6 +5,7 @@ pub mod crd;
 pub mod diagnostic;
 pub mod duration;
 pub mod explain;
+pub mod fleet;
 pub mod load;
 pub mod model;
 mod prerequisites;
