@@ -6,6 +6,10 @@
 //! ```
 //!
 //! `--change J` gives server `J` a different `configData` (for the one-server-changed run).
+//!
+//! `--clusters K` writes a fleet instead: K clusters (`fleet00`, …), each naming its own
+//! environment, with the tenants and servers declared once and placed in every cluster (so each
+//! cluster has all of them); `--change-environment K` changes cluster K's environment.
 
 #[path = "platform.rs"]
 mod platform;
@@ -17,6 +21,8 @@ fn main() -> ExitCode {
     let mut tenants = platform::DEFAULT_TENANTS;
     let mut servers = platform::DEFAULT_SERVERS;
     let mut changed = None;
+    let mut clusters = None;
+    let mut changed_environment = None;
     let mut out = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -26,20 +32,27 @@ fn main() -> ExitCode {
             ("--tenants", Some(n)) if n >= 1 => tenants = n,
             ("--servers", Some(n)) => servers = n,
             ("--change", Some(n)) => changed = Some(n),
+            ("--clusters", Some(n)) if n >= 1 => clusters = Some(n),
+            ("--change-environment", Some(n)) => changed_environment = Some(n),
             ("--out", _) if value.is_some() => out = value.map(PathBuf::from),
             _ => {
-                eprintln!("usage: gen-scale [--tenants N] [--servers M] [--change J] --out DIR");
+                eprintln!("usage: gen-scale [--tenants N] [--servers M] [--change J] [--clusters K [--change-environment K]] --out DIR");
                 return ExitCode::from(2);
             }
         }
     }
     let Some(out) = out else {
-        eprintln!("usage: gen-scale [--tenants N] [--servers M] [--change J] --out DIR");
+        eprintln!("usage: gen-scale [--tenants N] [--servers M] [--change J] [--clusters K [--change-environment K]] --out DIR");
         return ExitCode::from(2);
     };
-    match platform::write(&out, tenants, servers, changed) {
+    let written = match clusters {
+        Some(clusters) => platform::write_fleet(&out, clusters, tenants, servers, changed_environment),
+        None => platform::write(&out, tenants, servers, changed),
+    };
+    match written {
         Ok(()) => {
-            println!("wrote {tenants} tenants and {servers} servers to `{}`", out.display());
+            let fleet = clusters.map(|k| format!(", each placed in {k} clusters,")).unwrap_or_default();
+            println!("wrote {tenants} tenants and {servers} servers{fleet} to `{}`", out.display());
             ExitCode::SUCCESS
         }
         Err(error) => {

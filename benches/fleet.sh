@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Whole-process figures of a fleet (docs/performance.md, "Fleet"): K clusters (default 10), each
+# holding every tenant and server of the generated platform (default 20 tenants, 200 servers:
+# 200 servers per cluster), each naming its own environment.
+#   - the whole fleet rendered at once vs. the sum of each cluster rendered alone;
+#   - one cluster's environment changed: the re-render of the whole fleet into its memoised
+#     tree, vs. the cold fleet render, and which files it touched;
+#   - peak memory of the cold fleet render for 1, 2, 5 and K clusters.
+#
+# usage: benches/fleet.sh [WORKDIR]
+#   env: CLUSTERS=10 TENANTS=20 SERVERS=200 RUNS=3 (medians of RUNS),
+#        TFRS=target/release/tfrs, GEN=target/release/examples/gen-scale
+#   Build first: cargo build --release --bin tfrs --example gen-scale
+# Prints one line per figure; ratios are computed in this one run. No figure is asserted.
+set -euo pipefail
+
+CLUSTERS=${CLUSTERS:-10}
+TENANTS=${TENANTS:-20}
+SERVERS=${SERVERS:-200}
+RUNS=${RUNS:-3}
+TARGET=${CARGO_TARGET_DIR:-target}
+TFRS=$(realpath "${TFRS:-$TARGET/release/tfrs}")
+GEN=$(realpath "${GEN:-$TARGET/release/examples/gen-scale}")
+W=$(realpath -m "${1:-${TMPDIR:-/tmp}/tfrs-fleet}")
+rm -rf "$W" && mkdir -p "$W"
+export TFRS_CACHE_DIR="$W/cache"
+
+now() { date +%s.%N; }
+timed() { local t0 t1; t0=$(now); "$@" >"$W/last.log" 2>&1; t1=$(now); echo "$t1 - $t0" | bc -l; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "%.3f", m}'; }
+ratio() { echo "scale=3; $1 / $2" | bc -l | sed 's/^\./0./'; }
+sum() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.3f", s}'; }
+render() { "$TFRS" render "$1" --master-key-file "$1/keys/master.key" --out "$2" "${@:3}"; }
+last=$((CLUSTERS - 1))
+changed=$((CLUSTERS / 2))
+name() { printf 'fleet%02d' "$1"; }
+
+echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
+echo "# fleet: $CLUSTERS clusters x ($TENANTS tenants, $SERVERS servers); medians of $RUNS runs; tfrs: $TFRS"
+"$GEN" --clusters "$CLUSTERS" --tenants "$TENANTS" --servers "$SERVERS" --out "$W/spec" >/dev/null
+"$GEN" --clusters "$CLUSTERS" --tenants "$TENANTS" --servers "$SERVERS" --change-environment "$changed" --out "$W/changed" >/dev/null
+
+# The whole fleet at once vs. each cluster alone (cold, no memo either way).
+whole=()
+for _ in $(seq "$RUNS"); do
+  rm -rf "$W/out" "$TFRS_CACHE_DIR"
+  whole+=("$(timed render "$W/spec" "$W/out")")
+done
+WHOLE=$(median "${whole[@]}")
+FILES=$(find "$W/out" -type f | wc -l)
+alone=()
+for k in $(seq 0 "$last"); do
+  runs=()
+  for _ in $(seq "$RUNS"); do
+    rm -rf "$W/alone" "$TFRS_CACHE_DIR"
+    runs+=("$(timed render "$W/spec" "$W/alone" --cluster "$(name "$k")")")
+  done
+  alone+=("$(median "${runs[@]}")")
+done
+SUM=$(sum "${alone[@]}")
+echo "cold render of the whole fleet: ${WHOLE} s ($FILES files)"
+echo "sum of each cluster rendered alone: ${SUM} s (${alone[*]})"
+echo "ratio whole/sum: $(ratio "$WHOLE" "$SUM") (goal <= 1.1)"
+
+# One cluster's environment changed: re-render the fleet into its memoised tree.
+rm -rf "$W/out" "$TFRS_CACHE_DIR"
+render "$W/spec" "$W/out" >/dev/null
+rerender=()
+for i in $(seq "$RUNS"); do
+  rm -rf "$W/before" && cp -a "$W/out" "$W/before"
+  # alternate between the changed and the original environment, so every run changes it
+  if [ $((i % 2)) -eq 1 ]; then spec="$W/changed"; else spec="$W/spec"; fi
+  rm -rf "$W/input" && cp -a "$spec" "$W/input-$i" && mv "$W/input-$i" "$W/input"
+  rerender+=("$(timed render "$W/input" "$W/out")")
+done
+RERENDER=$(median "${rerender[@]}")
+TOUCHED=$(diff -rq "$W/before" "$W/out" | grep -v '^Only in' | awk '{print $2}' | sed "s|$W/before/||" | cut -d/ -f1-2 | sort -u | tr '\n' ' ')
+echo "one cluster's environment changed ($(name "$changed")): re-render ${RERENDER} s, $(grep -o '([0-9]* changed' "$W/last.log" | tr -d '('), clusters touched: ${TOUCHED:-none}"
+echo "ratio re-render/cold fleet: $(ratio "$RERENDER" "$WHOLE") (goal <= 0.2, only that cluster)"
+
+# Peak memory of the cold fleet render, by number of clusters.
+for k in 1 2 5 "$CLUSTERS"; do
+  "$GEN" --clusters "$k" --tenants "$TENANTS" --servers "$SERVERS" --out "$W/mem-$k" >/dev/null
+  rm -rf "$W/mem-out" "$TFRS_CACHE_DIR"
+  /usr/bin/time -f '%M' -o "$W/maxrss" "$TFRS" render "$W/mem-$k" --master-key-file "$W/mem-$k/keys/master.key" --out "$W/mem-out" >/dev/null
+  echo "peak memory, $k cluster(s): $(($(cat "$W/maxrss") / 1024)) MB"
+done
