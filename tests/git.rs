@@ -70,9 +70,17 @@ impl Sandbox {
         assert!(output.status.success(), "git {args:?}: {}", report(&output));
     }
 
+    /// A bare repository whose `HEAD` names `main` (its default branch).
     fn bare(&self, name: &str) -> PathBuf {
+        self.bare_on(name, "main")
+    }
+
+    /// A bare repository whose `HEAD` names `branch`.
+    fn bare_on(&self, name: &str, branch: &str) -> PathBuf {
         let path = self.path().join(name);
-        Repository::init_bare(&path).expect("init a bare repository");
+        let mut options = git2::RepositoryInitOptions::new();
+        options.bare(true).initial_head(branch);
+        Repository::init_opts(&path, &options).expect("init a bare repository");
         path
     }
 
@@ -419,9 +427,14 @@ fn diff_exit_codes_and_formats() {
     assert_eq!(json["commit"], committed.to_string());
     assert_eq!(tip(&repo, "main"), committed, "diff never writes");
 
+    // A branch that does not exist yet is an empty tree (a new repository's first pull request);
+    // a revision that resolves to nothing is an error.
     let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--ref", "no-such-branch"]);
+    assert_eq!(out.status.code(), Some(1), "{}", report(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("note: `no-such-branch` does not exist in"), "{}", report(&out));
+    let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--ref", "main~99"]);
     assert_eq!(out.status.code(), Some(2), "{}", report(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot resolve `no-such-branch`"), "{}", report(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot resolve `main~99`"), "{}", report(&out));
     let out = sandbox.tfrs(&["diff", path(&root().join("fixtures/err-missing-kind")), "--repo", path(&repo)]);
     assert_eq!(out.status.code(), Some(2), "an invalid spec is an error: {}", report(&out));
 }
@@ -540,4 +553,52 @@ fn the_secret_scan_finds_a_planted_value() {
     let (found, commits) = find_plaintext(&repo, &["planted-value-123".to_owned()]);
     assert_eq!(commits, 2);
     assert_eq!(found, vec![format!("leak.txt of {}", tip(&repo, "main"))]);
+}
+
+#[test]
+fn without_branch_commit_and_diff_use_the_repositorys_default_branch() {
+    let sandbox = Sandbox::new();
+    let spec = sandbox.minimal("alpha");
+    // A local repository: the branch its `HEAD` names, even before its first commit.
+    let repo = sandbox.bare_on("trunk.git", "trunk");
+    let stdout = sandbox.commit(&spec, &repo, &[]);
+    assert!(stdout.contains("to `trunk`"), "{stdout}");
+    assert!(paths(&repo, tip(&repo, "trunk")).contains("clusters/alpha/plan.json"));
+    assert!(Repository::open(&repo).expect("open").find_reference("refs/heads/main").is_err(), "nothing on `main`");
+    let diff = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo)]);
+    assert_eq!(diff.status.code(), Some(0), "compared with `trunk`: {}", report(&diff));
+    // A URL: the remote's `HEAD`.
+    let url = format!("file://{}", path(&repo));
+    let other = sandbox.minimal("beta");
+    let out = sandbox.tfrs(&["commit", path(&other), "--repo", &url, "--author", AUTHOR]);
+    assert_eq!(out.status.code(), Some(0), "{}", report(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("to `trunk`"), "{}", report(&out));
+    assert!(paths(&repo, tip(&repo, "trunk")).contains("clusters/beta/plan.json"));
+    let json = sandbox.tfrs(&["diff", path(&other), "--repo", &url, "--format", "json"]);
+    assert_eq!(json.status.code(), Some(0), "{}", report(&json));
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(document["ref"], "trunk");
+}
+
+#[test]
+fn a_branch_that_does_not_exist_yet_diffs_as_an_empty_tree() {
+    let sandbox = Sandbox::new();
+    let spec = sandbox.minimal("alpha");
+    let repo = sandbox.bare("new.git");
+    let url = format!("file://{}", path(&repo));
+    for target in [path(&repo).to_owned(), url] {
+        let out = sandbox.tfrs(&["diff", path(&spec), "--repo", &target, "--format", "json"]);
+        assert_eq!(out.status.code(), Some(1), "everything is added: {}", report(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("note: `main` does not exist in") && stderr.contains("compared with an empty tree"), "{stderr}");
+        let document: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(document["commit"], serde_json::Value::Null);
+        assert_eq!(document["totals"]["removed"], 0);
+        assert_eq!(document["totals"]["changed"], 0);
+        assert!(document["totals"]["added"].as_u64().is_some_and(|n| n > 0), "{document}");
+    }
+    // A revision that resolves to nothing is still an error, not an empty tree.
+    sandbox.commit(&spec, &repo, &[]);
+    let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--ref", "main~5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", report(&out));
 }

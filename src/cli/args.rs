@@ -163,9 +163,10 @@ pub struct CommitArgs {
     /// `$XDG_CACHE_HOME/tfrs/repos/`, then pushed back).
     #[arg(long, value_name = "PATH|URL")]
     pub repo: String,
-    /// The branch to commit to (created when missing).
-    #[arg(long, default_value = "main")]
-    pub branch: String,
+    /// The branch to commit to (created when missing). Default: the repository's default
+    /// branch (a URL's remote `HEAD`; a local repository's `HEAD`), else `main`.
+    #[arg(long)]
+    pub branch: Option<String>,
     /// The commit subject (the body always lists what changed per component).
     #[arg(long, short, value_name = "M")]
     pub message: Option<String>,
@@ -198,9 +199,11 @@ pub struct DiffArgs {
     /// `$XDG_CACHE_HOME/tfrs/repos/`).
     #[arg(long, value_name = "PATH|URL")]
     pub repo: String,
-    /// The ref to compare with (a branch, tag or commit; for a URL, a branch).
-    #[arg(long = "ref", default_value = "main", value_name = "REF")]
-    pub reference: String,
+    /// The ref to compare with (a branch, tag or commit; for a URL, a branch). Default: the
+    /// repository's default branch, as for `commit`. A branch that does not exist yet is an
+    /// empty tree: everything is added.
+    #[arg(long = "ref", value_name = "REF")]
+    pub reference: Option<String>,
     /// Output format: `text` for people (coloured as `--color` says), `markdown` for a
     /// pull-request comment, `json` for tools (see docs/git.md).
     #[arg(long, value_enum, default_value = "text")]

@@ -26,38 +26,35 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let author = Author::resolve(args.author.as_deref(), &repo, &|name| std::env::var(name).ok())?;
     let push = (args.push || is_url)
         .then(|| Push { remote: if is_url { "origin".to_owned() } else { args.remote.clone() }, follow_remote: is_url });
-    let options =
-        CommitOptions { branch: args.branch.clone(), message: args.message.clone(), author, push: push.clone(), attempts: ATTEMPTS };
+    let branch = match &args.branch {
+        Some(branch) => branch.clone(),
+        None => crate::git::default_branch(&repo, is_url)?,
+    };
+    let options = CommitOptions { branch: branch.clone(), message: args.message.clone(), author, push: push.clone(), attempts: ATTEMPTS };
     // The tree is built once; each attempt only seals it against the branch as it then is.
     let Some(mut tree) = build(&spec, &bundle, &args.settings)? else {
         return Ok(Status::Failure);
     };
     let outcome = commit(&repo, &options, &mut tree, &mut crate::source::inputs::system_rng())
-        .with_context(|| format!("cannot commit to `{}` in `{}`", args.branch, args.repo))?;
+        .with_context(|| format!("cannot commit to `{branch}` in `{}`", args.repo))?;
     let remote = push.map(|p| p.remote).unwrap_or_default();
     match outcome {
         Outcome::NoChanges { tip, pushed } => {
             let at = tip.map(|t| format!(" at {}", short(t))).unwrap_or_default();
-            writeln!(stdout, "no changes: `{}`{at} already holds this render", args.branch)?;
+            writeln!(stdout, "no changes: `{branch}`{at} already holds this render")?;
             if pushed {
-                writeln!(stdout, "pushed `{}` to `{remote}`", args.branch)?;
+                writeln!(stdout, "pushed `{branch}` to `{remote}`")?;
             }
             Ok(Status::Success)
         }
         Outcome::Committed { commit, diff, attempt, pushed, warnings, .. } => {
             let retried = if attempt > 1 { format!(" (attempt {attempt}: the branch moved meanwhile)") } else { String::new() };
-            writeln!(
-                stdout,
-                "committed {} to `{}`: {}{retried}",
-                short(commit),
-                args.branch,
-                crate::tree::diff::counts_text(&diff.totals())
-            )?;
+            writeln!(stdout, "committed {} to `{}`: {}{retried}", short(commit), branch, crate::tree::diff::counts_text(&diff.totals()))?;
             if !args.quiet {
                 write!(stdout, "{}", diff.summary())?;
             }
             if pushed {
-                writeln!(stdout, "pushed `{}` to `{remote}`", args.branch)?;
+                writeln!(stdout, "pushed `{branch}` to `{remote}`")?;
             }
             for warning in warnings {
                 eprintln!("warning: {warning}");

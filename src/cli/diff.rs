@@ -7,7 +7,6 @@ use super::{Colour, Status};
 use crate::git::{previous_object, read_files, remote};
 use crate::layout::cluster_dirs;
 use crate::tree::diff::{Change, Diff, Entry, SealedChange, counts_text, diff};
-use anyhow::Context as _;
 use serde_json::json;
 use std::io::Write;
 
@@ -21,48 +20,66 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     };
     let spec = select(spec, &bundle, &args.settings.clusters)?;
     let (repo, is_url) = crate::git::open(&args.repo)?;
-    let commit = resolve(&repo, is_url, args)?;
-    let tree = commit.tree()?;
+    let reference = match &args.reference {
+        Some(reference) => reference.clone(),
+        None => crate::git::default_branch(&repo, is_url)?,
+    };
+    let commit = resolve(&repo, is_url, &reference)?;
+    if commit.is_none() {
+        eprintln!("note: `{reference}` does not exist in `{}` yet: compared with an empty tree (everything is added)", args.repo);
+    }
+    let tree = commit.as_ref().map(git2::Commit::tree).transpose()?;
     let Some(mut rendered) = build(&spec, &bundle, &args.settings)? else {
         return Ok(Status::Error);
     };
-    let previous = |path: &str| previous_object(&repo, &tree, path);
+    let previous = |path: &str| tree.as_ref().and_then(|tree| previous_object(&repo, tree, path));
     rendered.seal(&previous, &mut crate::source::inputs::system_rng())?;
     let files = rendered.files();
     let mut old = crate::tree::Files::new();
-    for dir in cluster_dirs(files) {
-        old.extend(read_files(&repo, &tree, &dir)?);
+    if let Some(tree) = &tree {
+        for dir in cluster_dirs(files) {
+            old.extend(read_files(&repo, tree, &dir)?);
+        }
     }
     let found = diff(&old, files);
     let text = match args.format {
-        DiffFormat::Text if args.quiet => totals_line(&found, &args.reference),
-        DiffFormat::Text => text(&found, &args.reference, colour),
-        DiffFormat::Markdown => markdown(&found, &args.reference),
-        DiffFormat::Json => json_report(&found, &args.reference, commit.id()),
+        DiffFormat::Text if args.quiet => totals_line(&found, &reference),
+        DiffFormat::Text => text(&found, &reference, colour),
+        DiffFormat::Markdown => markdown(&found, &reference),
+        DiffFormat::Json => json_report(&found, &reference, commit.as_ref().map(git2::Commit::id)),
     };
     stdout.write_all(text.as_bytes())?;
     Ok(if found.is_empty() { Status::Success } else { Status::Failure })
 }
 
-/// The commit `--ref` names: a branch fetched from a URL, or any revision of a local repository.
-fn resolve<'r>(repo: &'r git2::Repository, is_url: bool, args: &DiffArgs) -> anyhow::Result<git2::Commit<'r>> {
+/// The commit `reference` names: a branch fetched from a URL, or any revision of a local
+/// repository. `None` for a branch that does not exist yet (a new repository's first pull
+/// request); any other name that resolves to nothing is an error.
+fn resolve<'r>(repo: &'r git2::Repository, is_url: bool, reference: &str) -> anyhow::Result<Option<git2::Commit<'r>>> {
     if is_url {
-        let tip = remote::fetch(repo, "origin", &args.reference)?;
-        let tip = tip.with_context(|| format!("`{}` has no branch `{}`", args.repo, args.reference))?;
-        return Ok(repo.find_commit(tip)?);
+        let tip = remote::fetch(repo, "origin", reference)?;
+        return Ok(tip.map(|tip| repo.find_commit(tip)).transpose()?);
     }
-    Ok(repo
-        .revparse_single(&args.reference)
-        .and_then(|object| object.peel_to_commit())
-        .map_err(|source| crate::git::Error::Resolve { name: args.reference.clone(), source })?)
+    match repo.revparse_single(reference).and_then(|object| object.peel_to_commit()) {
+        Ok(commit) => Ok(Some(commit)),
+        Err(error) if error.code() == git2::ErrorCode::NotFound && is_branch_name(reference) => Ok(None),
+        Err(source) => Err(crate::git::Error::Resolve { name: reference.to_owned(), source }.into()),
+    }
+}
+
+/// Whether `name` can only mean a branch: a valid branch name, not a revision expression or a
+/// commit id.
+fn is_branch_name(name: &str) -> bool {
+    let hex = name.len() >= 7 && name.bytes().all(|b| b.is_ascii_hexdigit());
+    !hex && !name.contains(['^', '~', ':', '@', '{']) && git2::Branch::name_is_valid(name).unwrap_or(false)
 }
 
 /// The `tfrs.diff/v1` JSON document.
-fn json_report(found: &Diff, reference: &str, commit: git2::Oid) -> String {
+fn json_report(found: &Diff, reference: &str, commit: Option<git2::Oid>) -> String {
     let document = json!({
         "schema": "tfrs.diff/v1",
         "ref": reference,
-        "commit": commit.to_string(),
+        "commit": commit.map(|c| c.to_string()),
         "changed": !found.is_empty(),
         "totals": found.totals(),
         "components": found.components().into_iter().map(|((cluster, component), counts)| json!({

@@ -184,6 +184,24 @@ fn cache_root() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".cache"))
 }
 
+/// The branch a command uses when none is named: for a URL, the remote's default branch (its
+/// `HEAD`); for a local repository, the branch its `HEAD` names, even one without commits yet
+/// (`git init -b trunk`); else `main`.
+///
+/// # Errors
+///
+/// A URL's remote cannot be reached.
+pub fn default_branch(repo: &Repository, is_url: bool) -> Result<String> {
+    let named = if is_url {
+        remote::default_branch(repo, "origin")?
+    } else {
+        repo.find_reference("HEAD")
+            .ok()
+            .and_then(|head| head.symbolic_target().ok().flatten().and_then(|t| t.strip_prefix("refs/heads/")).map(str::to_owned))
+    };
+    Ok(named.unwrap_or_else(|| "main".to_owned()))
+}
+
 /// Opens `--repo`: a local repository, or the cached clone of a URL (then `true`).
 ///
 /// # Errors

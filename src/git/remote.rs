@@ -120,6 +120,20 @@ pub fn fetch(repo: &Repository, remote: &str, branch: &str) -> Result<Option<Oid
     repo.refname_to_id(&tracking).map(Some).map_err(fail)
 }
 
+/// The branch `remote`'s `HEAD` names (its default branch); `None` for a remote without one
+/// (an empty repository).
+///
+/// # Errors
+///
+/// The remote is unknown or cannot be reached.
+pub fn default_branch(repo: &Repository, remote: &str) -> Result<Option<String>> {
+    let fail = |source| Error::Fetch { remote: remote.to_owned(), branch: "HEAD".to_owned(), source };
+    let mut handle = repo.find_remote(remote).map_err(fail)?;
+    let connection = handle.connect_auth(Direction::Fetch, Some(callbacks(repo.config().ok())), None).map_err(fail)?;
+    let Ok(head) = connection.default_branch() else { return Ok(None) };
+    Ok(head.as_str().ok().and_then(|name| name.strip_prefix("refs/heads/")).map(str::to_owned))
+}
+
 /// `refs/remotes/<remote>/<branch>`.
 #[must_use]
 pub fn tracking_ref(remote: &str, branch: &str) -> String {
