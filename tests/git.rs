@@ -602,3 +602,43 @@ fn a_branch_that_does_not_exist_yet_diffs_as_an_empty_tree() {
     let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--ref", "main~5"]);
     assert_eq!(out.status.code(), Some(2), "{}", report(&out));
 }
+
+#[test]
+fn commits_carry_their_provenance_and_log_reads_it_back() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    // The specs in a Git work tree of their own.
+    let spec = sandbox.minimal("alpha");
+    sandbox.git(&spec, &["init", "-q", "-b", "main"]);
+    sandbox.git(&spec, &["add", "."]);
+    sandbox.git(&spec, &["commit", "-q", "-m", "specs"]);
+    let head = Repository::open(&spec).expect("open").head().expect("head").target().expect("oid").to_string();
+    sandbox.commit(&spec, &repo, &[]);
+    let message =
+        Repository::open(&repo).expect("open").find_commit(tip(&repo, "main")).expect("commit").message().expect("utf-8").to_owned();
+    let trailers: Vec<&str> = message.trim_end().rsplit("\n\n").next().expect("a last paragraph").lines().collect();
+    assert_eq!(trailers[0], format!("Tfrs-Source-Commit: {head}"), "{message}");
+    assert_eq!(trailers[1], "Tfrs-Source-Dirty: false");
+    assert!(trailers[2].starts_with("Tfrs-Version: 0.1.0 (commit "), "{message}");
+    assert_eq!(trailers[3], "Tfrs-Clusters: alpha");
+    // Provenance alone never makes a commit: a comment changes no rendered file.
+    let file = spec.join("spec.yaml");
+    std::fs::write(&file, format!("# a comment\n{}", std::fs::read_to_string(&file).expect("read"))).expect("write");
+    assert!(sandbox.commit(&spec, &repo, &[]).starts_with("no changes"), "zero-diff re-renders hold");
+    // A real change, not committed in the specs' repository: dirty.
+    edit(&file, "rabbitmq: { enabled: false }", "rabbitmq: { enabled: true }");
+    sandbox.commit(&spec, &repo, &[]);
+    let log = sandbox.tfrs(&["log", "--repo", path(&repo)]);
+    assert_eq!(log.status.code(), Some(0), "{}", report(&log));
+    let text = String::from_utf8_lossy(&log.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "two commits, two lines each: {text}");
+    assert!(lines[1].starts_with(&format!("  specs at {} (with uncommitted changes); tfrs 0.1.0 (commit ", &head[..12])), "{text}");
+    assert!(lines[1].ends_with("; clusters: alpha"), "{text}");
+    assert!(lines[3].starts_with(&format!("  specs at {}; tfrs ", &head[..12])), "{text}");
+    let json = sandbox.tfrs(&["log", "--repo", path(&repo), "--format", "json", "-n", "1"]);
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(document["commits"].as_array().map(Vec::len), Some(1));
+    assert_eq!(document["commits"][0]["source"], serde_json::json!({ "commit": head, "dirty": true }));
+    assert_eq!(document["commits"][0]["clusters"], serde_json::json!(["alpha"]));
+}

@@ -60,6 +60,12 @@ pub enum Command {
     Reconcile(ReconcileArgs),
     /// Draw the component dependency graph (mermaid or Graphviz dot).
     Graph(GraphArgs),
+    /// List the rendered commits of a branch with their provenance: the specs' commit (and
+    /// whether the inputs had uncommitted changes), the tfrs version and the clusters, read from
+    /// the trailers `tfrs commit` writes.
+    ///
+    /// Exit status: 0 listed, 2 usage, Git or I/O error.
+    Log(LogArgs),
     /// Summarise the fleet: each cluster's environments, overlays, tenants and servers, and
     /// what differs between the clusters an object is placed in. Renders nothing.
     ///
@@ -398,6 +404,33 @@ pub struct GraphArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "mermaid")]
     pub format: GraphFormat,
+}
+
+/// `tfrs log`.
+#[derive(Debug, clap::Args)]
+pub struct LogArgs {
+    /// The repository: a local path or a URL.
+    #[arg(long, value_name = "PATH|URL")]
+    pub repo: String,
+    /// The branch (default: the repository's default branch).
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// How many commits, newest first.
+    #[arg(long, short = 'n', default_value_t = 20, value_name = "N")]
+    pub max_count: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: LogFormat,
+}
+
+/// A `tfrs log` format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// For people: one line per commit, then its provenance.
+    Text,
+    /// One JSON document: `branch` and `commits` (commit, time, author, subject, source,
+    /// version, clusters).
+    Json,
 }
 
 /// `tfrs plan`.

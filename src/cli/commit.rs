@@ -30,7 +30,10 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         Some(branch) => branch.clone(),
         None => crate::git::default_branch(&repo, is_url)?,
     };
-    let options = CommitOptions { branch: branch.clone(), message: args.message.clone(), author, push: push.clone(), attempts: ATTEMPTS };
+    let source = crate::git::provenance::source(&args.inputs);
+    let trailers = crate::git::provenance::trailers(source.as_ref(), &super::version::line());
+    let options =
+        CommitOptions { branch: branch.clone(), message: args.message.clone(), author, push: push.clone(), attempts: ATTEMPTS, trailers };
     // The tree is built once; each attempt only seals it against the branch as it then is.
     let Some(mut tree) = build(&spec, &bundle, &args.settings)? else {
         return Ok(Status::Failure);

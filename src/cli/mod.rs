@@ -10,6 +10,7 @@ mod commit;
 mod completions;
 mod diff;
 mod graph;
+mod log;
 mod man;
 mod plan;
 mod reconcile;
@@ -79,6 +80,7 @@ pub fn run() -> Status {
         args::Command::Render(a) => render::run(&a, &mut stdout),
         args::Command::Graph(a) => graph::run(&a, &mut stdout),
         args::Command::Plan(a) => plan::run(&a, &mut stdout),
+        args::Command::Log(a) => log::run(&a, &mut stdout),
         args::Command::Audit(a) => audit::run(&a, &mut stdout),
         args::Command::Commit(a) => commit::run(&a, &mut stdout),
         args::Command::Diff(a) => diff::run(&a, colour, &mut stdout),

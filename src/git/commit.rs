@@ -54,6 +54,9 @@ pub struct CommitOptions {
     pub push: Option<Push>,
     /// How many times to re-read and re-apply when another writer moved the branch.
     pub attempts: usize,
+    /// Trailers ending the message (provenance: the specs' commit, the tfrs version); the
+    /// clusters of the commit are added to them.
+    pub trailers: Vec<(String, String)>,
 }
 
 impl Default for CommitOptions {
@@ -64,6 +67,7 @@ impl Default for CommitOptions {
             author: Author { name: "tfrs".to_owned(), email: "tfrs@localhost".to_owned() },
             push: None,
             attempts: 5,
+            trailers: Vec::new(),
         }
     }
 }
@@ -326,11 +330,18 @@ fn store(repo: &Repository, objects: Vec<Object<'_>>) -> Result<()> {
 }
 
 fn message(options: &CommitOptions, files: &Files, diff: &Diff) -> String {
-    let subject = options.message.clone().unwrap_or_else(|| {
-        let clusters: Vec<String> = cluster_dirs(files).iter().map(|d| d.trim_start_matches("clusters/").to_owned()).collect();
-        format!("tfrs: render {} ({})", clusters.join(", "), diff::counts_text(&diff.totals()))
-    });
-    format!("{}\n\n{}", subject.trim_end(), diff.summary())
+    let clusters: Vec<String> = cluster_dirs(files).iter().map(|d| d.trim_start_matches("clusters/").to_owned()).collect();
+    let subject =
+        options.message.clone().unwrap_or_else(|| format!("tfrs: render {} ({})", clusters.join(", "), diff::counts_text(&diff.totals())));
+    let mut message = format!("{}\n\n{}", subject.trim_end(), diff.summary());
+    if !options.trailers.is_empty() {
+        // NB: the last paragraph, `Key: value` lines only: what git reads as trailers.
+        message = format!("{}\n\n", message.trim_end());
+        for (key, value) in options.trailers.iter().chain(std::iter::once(&(super::provenance::CLUSTERS.to_owned(), clusters.join(", ")))) {
+            message.push_str(&format!("{key}: {value}\n"));
+        }
+    }
+    message
 }
 
 /// Moves `refs/heads/<branch>` from `from` to `to`; `Ok(false)` when another writer got there

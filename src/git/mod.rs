@@ -7,6 +7,7 @@
 
 pub mod commit;
 pub mod pack;
+pub mod provenance;
 pub mod remote;
 
 use crate::tree::Files;
