@@ -384,3 +384,39 @@ fn plan_never_shows_a_literal_secret() {
     assert!(stdout.contains("spec.redis.password.value: dev (not set), staging (not set), prod <redacted>"), "{stdout}");
     assert!(!report(&output).contains(literal));
 }
+
+#[test]
+fn a_removed_server_is_one_line_per_object_in_the_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("gitops.git");
+    assert!(Command::new("git").args(["init", "-q", "--bare", "-b", "main", s(&repo)]).status().unwrap().success());
+    ok(&["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "-q"]);
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    common::copy_dir(&common::root().join("fixtures/demo/keys"), &dir.path().join("demo/keys"));
+    let servers = fleet.join("servers.yaml");
+    let text = std::fs::read_to_string(&servers).unwrap();
+    let kept = &text[..text.rfind("---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata:\n  name: invoices").unwrap()];
+    std::fs::write(&servers, kept).unwrap();
+    let diff = command().current_dir(dir.path()).args(["diff", "fleet", "--repo", s(&repo)]).output().unwrap();
+    assert_eq!(diff.status.code(), Some(1), "{}", report(&diff));
+    let text = String::from_utf8(diff.stdout).unwrap();
+    let removed: Vec<&str> = text.lines().filter(|l| l.starts_with("  - removed ")).collect();
+    assert!(removed.len() >= 5, "each removed object on its line: {text}");
+    let headers: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("--- a/")).collect();
+    assert!(headers.iter().all(|h| !h.contains("/servers/invoices/")), "no removed object is dumped: {headers:?}");
+    assert!(
+        headers.iter().all(|h| !h.ends_with("/kustomization.yaml") && !h.ends_with("/plan.json")),
+        "bookkeeping files are not dumped: {headers:?}"
+    );
+    assert!(text.lines().count() < 3 * removed.len() + 40, "short: {text}");
+    // Machines still get every diff.
+    let json = command().current_dir(dir.path()).args(["diff", "fleet", "--repo", s(&repo), "--format", "json"]).output().unwrap();
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let objects = document["objects"].as_array().unwrap();
+    assert!(objects.iter().any(|o| o["change"] == "removed" && !o["diff"].as_str().unwrap_or_default().is_empty()), "{document}");
+    let markdown = command().current_dir(dir.path()).args(["diff", "fleet", "--repo", s(&repo), "--format", "markdown"]).output().unwrap();
+    let markdown = String::from_utf8(markdown.stdout).unwrap();
+    assert!(markdown.contains("removed objects and bookkeeping files</summary>") || markdown.contains("\n- removed "), "{markdown}");
+    assert!(!markdown.contains("```diff\n--- a/clusters/prod/components/namespaces/billing/servers/invoices"), "{markdown}");
+}

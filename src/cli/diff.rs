@@ -95,6 +95,18 @@ fn json_report(found: &Diff, reference: &str, commit: Option<git2::Oid>) -> Stri
     format!("{}\n", serde_json::to_string_pretty(&document).unwrap_or_default())
 }
 
+/// Whether a report shows an entry's unified diff: not for a removed object (its one line says
+/// all a reviewer needs; the old file is in Git), nor for the bookkeeping files every change
+/// touches (`kustomization.yaml` resource lists, `plan.json`). The JSON format has them all.
+fn shows_diff(entry: &Entry) -> bool {
+    entry.change != Change::Removed && !is_bookkeeping(&entry.path)
+}
+
+/// A `kustomization.yaml` resource list or a cluster's `plan.json`.
+fn is_bookkeeping(path: &str) -> bool {
+    path.ends_with(&format!("/{}", crate::layout::KUSTOMIZATION)) || path.ends_with("/plan.json")
+}
+
 fn sigil(change: Change) -> char {
     match change {
         Change::Added => '+',
@@ -135,6 +147,9 @@ fn text(found: &Diff, reference: &str, colour: Colour) -> String {
             out.push('\n');
             for line in sealed_lines(entry) {
                 out.push_str(&format!("      {line}\n"));
+            }
+            if !shows_diff(entry) {
+                continue;
             }
             for line in entry.diff.lines() {
                 let painted = if line.starts_with("+++") || line.starts_with("---") {
@@ -179,8 +194,12 @@ fn markdown(found: &Diff, reference: &str) -> String {
         return out;
     }
     markdown_table(found, &mut out);
+    let (shown, listed): (Vec<&Entry>, Vec<&Entry>) = found.entries.iter().partition(|entry| shows_diff(entry));
+    if !listed.is_empty() {
+        out.push_str(&markdown_list(&listed));
+    }
     let mut left_out = 0;
-    for entry in &found.entries {
+    for entry in shown {
         let details = markdown_details(entry);
         if out.len() + details.len() > MARKDOWN_BUDGET {
             left_out += 1;
@@ -224,6 +243,29 @@ fn markdown_table(found: &Diff, out: &mut String) {
         ));
     }
     out.push('\n');
+}
+
+/// Removed objects and bookkeeping files, one line each (collapsed when there are many).
+fn markdown_list(entries: &[&Entry]) -> String {
+    let mut lines = String::new();
+    for entry in entries {
+        let sealed = if entry.sealed.is_empty() { String::new() } else { format!(", {} sealed values", entry.sealed.len()) };
+        lines.push_str(&format!(
+            "- {} {} <code>{}</code> (<code>{}</code>{sealed})\n",
+            entry.change,
+            escape_html(&entry.title()),
+            escape_html(&entry.cluster),
+            escape_html(&entry.component)
+        ));
+        if lines.len() > MARKDOWN_BUDGET / 4 {
+            lines.push_str("- …\n");
+            break;
+        }
+    }
+    if entries.len() <= 10 {
+        return format!("{lines}\n");
+    }
+    format!("<details>\n<summary>{} removed objects and bookkeeping files</summary>\n\n{lines}\n</details>\n\n", entries.len())
 }
 
 /// One object's collapsed `<details>`: its sealed values, then its unified diff.
