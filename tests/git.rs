@@ -234,10 +234,12 @@ fn a_changed_version_changes_only_its_files() {
         BTreeSet::from(["clusters/laptop/components/cluster/cert-manager/ocirepository-cert-manager.yaml".to_owned()])
     );
     let message = Repository::open(&repo).expect("open").find_commit(after).expect("commit").message().expect("utf-8").to_owned();
+    let (body, trailers) = message.split_once("\n\nTfrs-").expect("provenance trailers");
     assert_eq!(
-        message,
-        "Bump cert-manager\n\nlaptop cluster/cert-manager: 0 added, 1 changed, 0 removed\n  changed OCIRepository flux-system/cert-manager\n"
+        body,
+        "Bump cert-manager\n\nlaptop cluster/cert-manager: 0 added, 1 changed, 0 removed\n  changed OCIRepository flux-system/cert-manager"
     );
+    assert!(trailers.starts_with("Version: 0.1.0 (commit ") && trailers.ends_with("\nTfrs-Clusters: laptop\n"), "{message}");
 }
 
 #[test]
