@@ -420,3 +420,57 @@ fn a_removed_server_is_one_line_per_object_in_the_diff() {
     assert!(markdown.contains("removed objects and bookkeeping files</summary>") || markdown.contains("\n- removed "), "{markdown}");
     assert!(!markdown.contains("```diff\n--- a/clusters/prod/components/namespaces/billing/servers/invoices"), "{markdown}");
 }
+
+#[test]
+fn the_diff_says_first_what_rolls_and_what_is_risky() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("gitops.git");
+    assert!(Command::new("git").args(["init", "-q", "--bare", "-b", "main", s(&repo)]).status().unwrap().success());
+    ok(&["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "-q"]);
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    common::copy_dir(&common::root().join("fixtures/demo/keys"), &dir.path().join("demo/keys"));
+    let edit = |file: &str, from: &str, to: &str| {
+        let path = fleet.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+    };
+    let diff = |args: &[&str]| {
+        command().current_dir(dir.path()).args([&["diff", "fleet", "--repo", s(&repo)][..], args].concat()).output().unwrap()
+    };
+    // An image bump rolls the server's workloads, and is not risky.
+    edit("environments/dev.yaml", "tag: v1.9.0-rc.1", "tag: v1.9.0-rc.2");
+    let bump = diff(&[]);
+    assert_eq!(bump.status.code(), Some(1), "{}", report(&bump));
+    let text = String::from_utf8(bump.stdout).unwrap();
+    assert!(
+        text.starts_with("rolls: dev Deployment acme/helpdesk-api (image api-worker docker.cnb.cool/turingfocus/tfrobot:v1.9.0-rc.1 -> docker.cnb.cool/turingfocus/tfrobot:v1.9.0-rc.2)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("RISKY"), "{text}");
+    assert_eq!(diff(&["--fail-on", "risky"]).status.code(), Some(0), "an image bump is not risky");
+    // A storage class change and fewer database instances are risky, and named.
+    edit("environments/staging.yaml", "  postgresql: { instances: 2 }", "  postgresql: { instances: 1 }");
+    edit("environments/staging.yaml", "storageClass: nfs-client }\n---", "storageClass: gp3 }\n---");
+    let risky = diff(&["--fail-on", "risky", "--format", "json"]);
+    assert_eq!(risky.status.code(), Some(1), "{}", report(&risky));
+    let document: serde_json::Value = serde_json::from_slice(&risky.stdout).unwrap();
+    let risks: Vec<String> = document["summary"]["risks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{} {}: {}", r["cluster"].as_str().unwrap(), r["object"].as_str().unwrap(), r["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        risks,
+        [
+            "staging Cluster acme/acme-pg: database instances decreased 2 -> 1",
+            "staging PersistentVolumeClaim acme/shared-cache: storage class changed at spec.storageClassName: \"nfs-client\" -> \"gp3\"",
+        ]
+    );
+    assert_eq!(
+        document["summary"]["rolls"][0]["reasons"][0],
+        "image api-worker docker.cnb.cool/turingfocus/tfrobot:v1.9.0-rc.1 -> docker.cnb.cool/turingfocus/tfrobot:v1.9.0-rc.2"
+    );
+}

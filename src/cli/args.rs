@@ -218,9 +218,23 @@ pub struct DiffArgs {
     /// JSON documents are printed whole).
     #[arg(long, short)]
     pub quiet: bool,
+    /// What exits 1: any change (the default), or only a risky one (a volume, storage class or
+    /// StatefulSet volume template changed, database instances decreased, a Namespace, CRD,
+    /// release or data service removed). Errors always exit 2.
+    #[arg(long, value_enum, default_value = "changes", value_name = "WHAT")]
+    pub fail_on: FailOn,
     /// How the specs are rendered.
     #[command(flatten)]
     pub settings: RenderSettings,
+}
+
+/// What makes `tfrs diff` exit 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Any change.
+    Changes,
+    /// Only a risky change.
+    Risky,
 }
 
 /// A diff format.

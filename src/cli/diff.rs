@@ -1,12 +1,13 @@
 //! `tfrs diff`: load -> build (render, lay out) -> seal against a ref -> compare per object ->
 //! text, markdown or JSON.
 
-use super::args::{DiffArgs, DiffFormat};
+use super::args::{DiffArgs, DiffFormat, FailOn};
 use super::stages::{build, load, select};
 use super::{Colour, Status};
 use crate::git::{previous_object, read_files, remote};
 use crate::layout::cluster_dirs;
 use crate::tree::diff::{Change, Diff, Entry, SealedChange, counts_text, diff};
+use crate::tree::review::Review;
 use serde_json::json;
 use std::io::Write;
 
@@ -42,14 +43,19 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
         }
     }
     let found = diff(&old, files);
+    let review = crate::tree::review::review(&old, files, &found);
     let text = match args.format {
         DiffFormat::Text if args.quiet => totals_line(&found, &reference),
-        DiffFormat::Text => text(&found, &reference, colour),
-        DiffFormat::Markdown => markdown(&found, &reference),
-        DiffFormat::Json => json_report(&found, &reference, commit.as_ref().map(git2::Commit::id)),
+        DiffFormat::Text => format!("{}{}", summary_text(&review, colour), text(&found, &reference, colour)),
+        DiffFormat::Markdown => markdown(&found, &review, &reference),
+        DiffFormat::Json => json_report(&found, &review, &reference, commit.as_ref().map(git2::Commit::id)),
     };
     stdout.write_all(text.as_bytes())?;
-    Ok(if found.is_empty() { Status::Success } else { Status::Failure })
+    let failed = match args.fail_on {
+        FailOn::Changes => !found.is_empty(),
+        FailOn::Risky => !review.risks.is_empty(),
+    };
+    Ok(if failed { Status::Failure } else { Status::Success })
 }
 
 /// The commit `reference` names: a branch fetched from a URL, or any revision of a local
@@ -75,7 +81,7 @@ fn is_branch_name(name: &str) -> bool {
 }
 
 /// The `tfrs.diff/v1` JSON document.
-fn json_report(found: &Diff, reference: &str, commit: Option<git2::Oid>) -> String {
+fn json_report(found: &Diff, review: &Review, reference: &str, commit: Option<git2::Oid>) -> String {
     let document = json!({
         "schema": "tfrs.diff/v1",
         "ref": reference,
@@ -90,9 +96,41 @@ fn json_report(found: &Diff, reference: &str, commit: Option<git2::Oid>) -> Stri
             "removed": counts.removed,
             "secrets": counts.secrets,
         })).collect::<Vec<_>>(),
+        "summary": review,
         "objects": found.entries,
     });
     format!("{}\n", serde_json::to_string_pretty(&document).unwrap_or_default())
+}
+
+/// The review first: what is risky, what rolls and why, what happens to sealed values.
+fn summary_lines(review: &Review) -> Vec<String> {
+    let mut lines = Vec::new();
+    for risk in &review.risks {
+        lines.push(format!("RISKY: {} {}: {}", risk.cluster, risk.object, risk.reason));
+    }
+    for roll in &review.rolls {
+        lines.push(format!("rolls: {} {} ({})", roll.cluster, roll.object, roll.reasons.join("; ")));
+    }
+    for (verb, values) in &review.secrets {
+        let shown: Vec<&str> = values.iter().take(10).map(String::as_str).collect();
+        let more = if values.len() > 10 { format!(" and {} more", values.len() - 10) } else { String::new() };
+        lines.push(format!("secrets {verb}: {}{more}", shown.join(", ")));
+    }
+    lines
+}
+
+/// The review as text, before the listing.
+fn summary_text(review: &Review, colour: Colour) -> String {
+    let mut out = String::new();
+    for line in summary_lines(review) {
+        let painted = if line.starts_with("RISKY") { colour.paint("1;31", &line) } else { line };
+        out.push_str(&painted);
+        out.push('\n');
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
 }
 
 /// Whether a report shows an entry's unified diff: not for a removed object (its one line says
@@ -187,11 +225,17 @@ fn fence(text: &str) -> String {
 }
 
 /// A summary table per component, then one collapsed `<details>` per object.
-fn markdown(found: &Diff, reference: &str) -> String {
+fn markdown(found: &Diff, review: &Review, reference: &str) -> String {
     let mut out = format!("### tfrs diff against `{reference}`\n\n");
     if found.is_empty() {
         out.push_str("No changes.\n");
         return out;
+    }
+    for line in summary_lines(review) {
+        out.push_str(&format!("- {}\n", escape_html(&line)));
+    }
+    if !review.rolls.is_empty() || !review.secrets.is_empty() || !review.risks.is_empty() {
+        out.push('\n');
     }
     markdown_table(found, &mut out);
     let (shown, listed): (Vec<&Entry>, Vec<&Entry>) = found.entries.iter().partition(|entry| shows_diff(entry));

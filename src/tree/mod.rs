@@ -14,6 +14,7 @@
 pub mod build;
 pub mod diff;
 pub mod plan;
+pub mod review;
 pub mod write;
 
 pub use build::{Error, SameObject};
