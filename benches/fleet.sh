@@ -74,7 +74,7 @@ for i in $(seq "$RUNS"); do
   rerender+=("$(timed render "$W/input" "$W/out")")
 done
 RERENDER=$(median "${rerender[@]}")
-TOUCHED=$(diff -rq "$W/before" "$W/out" | grep -v '^Only in' | awk '{print $2}' | sed "s|$W/before/||" | cut -d/ -f1-2 | sort -u | tr '\n' ' ')
+TOUCHED=$({ diff -rq "$W/before" "$W/out" || true; } | { grep -v '^Only in' || true; } | awk '{print $2}' | sed "s|$W/before/||" | cut -d/ -f1-2 | sort -u | tr '\n' ' ')
 echo "one cluster's environment changed ($(name "$changed")): re-render ${RERENDER} s, $(grep -o '([0-9]* changed' "$W/last.log" | tr -d '('), clusters touched: ${TOUCHED:-none}"
 echo "ratio re-render/cold fleet: $(ratio "$RERENDER" "$WHOLE") (goal <= 0.2, only that cluster)"
 
