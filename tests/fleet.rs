@@ -116,9 +116,7 @@ fn removing_a_clusters_output_is_explicit_and_checked() {
 fn an_unknown_cluster_is_a_usage_error_that_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("gitops");
-    let repo = dir.path().join("repo.git");
-    let init = Command::new("git").args(["init", "-q", "--bare", "-b", "main", s(&repo)]).output().unwrap();
-    assert!(init.status.success());
+    let repo = bare(dir.path(), "repo.git");
     let expected = "--cluster `prd`: no TFRCluster of the inputs has this name; they define `dev` (fixtures/fleet/clusters.yaml:8:9), \
                     `staging` (fixtures/fleet/clusters.yaml:17:9), `prod` (fixtures/fleet/clusters.yaml:26:9); did you mean `prod`?";
     for args in [
@@ -135,6 +133,24 @@ fn an_unknown_cluster_is_a_usage_error_that_writes_nothing() {
     assert!(branches.stdout.is_empty(), "commit wrote nothing");
 }
 
+/// A bare repository `name` in `dir` whose `HEAD` names `main`.
+fn bare(dir: &Path, name: &str) -> std::path::PathBuf {
+    let repo = dir.join(name);
+    assert!(Command::new("git").args(["init", "-q", "--bare", "-b", "main", s(&repo)]).status().unwrap().success());
+    repo
+}
+
+/// In `dir`: a bare repository holding a commit of the whole fleet, and a copy of the fleet to
+/// edit (with the DEV ONLY demo keys it seals with, where its specs look for them).
+fn committed_fleet(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let repo = bare(dir, "gitops.git");
+    ok(&["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "-q"]);
+    let fleet = dir.join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    common::copy_dir(&common::root().join("fixtures/demo/keys"), &dir.join("demo/keys"));
+    (repo, fleet)
+}
+
 /// The commit subjects of `branch`, newest first.
 fn subjects(repo: &Path, branch: &str) -> Vec<String> {
     let log = Command::new("git").args(["log", "--format=%s", branch]).current_dir(repo).output().unwrap();
@@ -144,9 +160,7 @@ fn subjects(repo: &Path, branch: &str) -> Vec<String> {
 #[test]
 fn concurrent_commits_of_different_clusters_all_land_and_compose_to_the_whole_fleet() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("gitops.git");
-    let init = Command::new("git").args(["init", "-q", "--bare", "-b", "main", s(&repo)]).output().unwrap();
-    assert!(init.status.success());
+    let repo = bare(dir.path(), "gitops.git");
     let children: Vec<_> = ["dev", "staging", "prod"]
         .iter()
         .map(|name| {
@@ -178,9 +192,7 @@ fn concurrent_commits_of_different_clusters_all_land_and_compose_to_the_whole_fl
 #[test]
 fn one_commit_carries_several_selected_clusters() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("gitops.git");
-    let init = Command::new("git").args(["init", "-q", "--bare", "-b", "main", s(&repo)]).output().unwrap();
-    assert!(init.status.success());
+    let repo = bare(dir.path(), "gitops.git");
     ok(&["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "--cluster", "prod", "--cluster", "dev", "-q"]);
     let landed = subjects(&repo, "main");
     assert_eq!(landed.len(), 1, "{landed:?}");
@@ -388,12 +400,7 @@ fn plan_never_shows_a_literal_secret() {
 #[test]
 fn a_removed_server_is_one_line_per_object_in_the_diff() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("gitops.git");
-    assert!(Command::new("git").args(["init", "-q", "--bare", "-b", "main", s(&repo)]).status().unwrap().success());
-    ok(&["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "-q"]);
-    let fleet = dir.path().join("fleet");
-    common::copy_dir(&common::root().join(FLEET), &fleet);
-    common::copy_dir(&common::root().join("fixtures/demo/keys"), &dir.path().join("demo/keys"));
+    let (repo, fleet) = committed_fleet(dir.path());
     let servers = fleet.join("servers.yaml");
     let text = std::fs::read_to_string(&servers).unwrap();
     let kept = &text[..text.rfind("---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata:\n  name: invoices").unwrap()];
@@ -424,12 +431,7 @@ fn a_removed_server_is_one_line_per_object_in_the_diff() {
 #[test]
 fn the_diff_says_first_what_rolls_and_what_is_risky() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("gitops.git");
-    assert!(Command::new("git").args(["init", "-q", "--bare", "-b", "main", s(&repo)]).status().unwrap().success());
-    ok(&["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "-q"]);
-    let fleet = dir.path().join("fleet");
-    common::copy_dir(&common::root().join(FLEET), &fleet);
-    common::copy_dir(&common::root().join("fixtures/demo/keys"), &dir.path().join("demo/keys"));
+    let (repo, fleet) = committed_fleet(dir.path());
     let edit = |file: &str, from: &str, to: &str| {
         let path = fleet.join(file);
         let text = std::fs::read_to_string(&path).unwrap();

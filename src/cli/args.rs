@@ -406,6 +406,18 @@ pub struct AuditArgs {
 /// `tfrs graph`.
 #[derive(Debug, clap::Args)]
 pub struct GraphArgs {
+    /// Which specs.
+    #[command(flatten)]
+    pub specs: SpecSelection,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "mermaid")]
+    pub format: GraphFormat,
+}
+
+/// The specs a command that renders nothing reads: its inputs, overlays and the clusters it
+/// narrows to.
+#[derive(Debug, clap::Args)]
+pub struct SpecSelection {
     /// Spec files or directories.
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
@@ -415,9 +427,6 @@ pub struct GraphArgs {
     /// Apply this overlay after `spec.overlays`; repeatable.
     #[arg(long = "overlay", value_name = "NAME|PATH")]
     pub overlays: Vec<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "mermaid")]
-    pub format: GraphFormat,
 }
 
 /// `tfrs log`.
@@ -450,15 +459,9 @@ pub enum LogFormat {
 /// `tfrs plan`.
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
-    /// Spec files or directories.
-    #[arg(required = true, value_name = "INPUT")]
-    pub inputs: Vec<PathBuf>,
-    /// Only this cluster; repeatable.
-    #[arg(long = "cluster", value_name = "NAME")]
-    pub clusters: Vec<String>,
-    /// Apply this overlay after `spec.overlays`; repeatable.
-    #[arg(long = "overlay", value_name = "NAME|PATH")]
-    pub overlays: Vec<String>,
+    /// Which specs.
+    #[command(flatten)]
+    pub specs: SpecSelection,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: PlanFormat,

@@ -7,10 +7,10 @@ use std::io::Write;
 
 /// Runs `tfrs graph`.
 pub fn run(args: &GraphArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, bundle)) = super::stages::load(&args.inputs, &args.overlays)? else {
+    let Some((spec, bundle)) = super::stages::load(&args.specs.inputs, &args.specs.overlays)? else {
         return Ok(Status::Failure);
     };
-    let spec = super::stages::select(spec, &bundle, &args.clusters)?;
+    let spec = super::stages::select(spec, &bundle, &args.specs.clusters)?;
     // One document for every cluster: with several, component ids are prefixed by the cluster.
     let names: Vec<&str> = spec.clusters.iter().map(|c| c.name()).collect();
     let mut combined = Graph::default();

@@ -10,10 +10,10 @@ use std::io::Write;
 
 /// Runs `tfrs plan`.
 pub fn run(args: &PlanArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, bundle)) = super::stages::load(&args.inputs, &args.overlays)? else {
+    let Some((spec, bundle)) = super::stages::load(&args.specs.inputs, &args.specs.overlays)? else {
         return Ok(Status::Failure);
     };
-    let spec = super::stages::select(spec, &bundle, &args.clusters)?;
+    let spec = super::stages::select(spec, &bundle, &args.specs.clusters)?;
     let clusters = fleet::clusters(&spec);
     let differences = fleet::differences(&spec);
     if args.format == PlanFormat::Json {
