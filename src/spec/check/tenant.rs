@@ -12,13 +12,22 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+/// Where the tenant names its cluster: `spec.cluster`, or its entry of `spec.clusters`.
+fn placement_path(tenant: &Object<TenantSpec>) -> String {
+    let listed = tenant.tree.get("spec").and_then(|spec| spec.get("clusters")).and_then(|list| match &list.value {
+        crate::spec::yaml::Value::Seq(items) => items.iter().position(|item| item.as_str() == Some(tenant.spec.cluster.as_str())),
+        _ => None,
+    });
+    listed.map_or_else(|| "spec.cluster".to_owned(), |index| format!("spec.clusters[{index}]"))
+}
+
 pub(super) fn check_tenant(tenant: &Object<TenantSpec>, clusters: &BTreeSet<String>, out: &mut Vec<Diagnostic>) {
     let spec = &tenant.spec;
     shared_cache(tenant, out);
-    let path = "spec.cluster";
     // NB: no cluster at all is a placement problem, reported where the tenant is placed.
     if !spec.cluster.is_empty() && !clusters.contains(&spec.cluster) {
-        out.push(dangling(tenant.locate(path), path, "TFRCluster", &spec.cluster, clusters.iter().map(String::as_str)));
+        let path = placement_path(tenant);
+        out.push(dangling(tenant.locate(&path), &path, "TFRCluster", &spec.cluster, clusters.iter().map(String::as_str)));
     }
     tenant_type(tenant, out);
     for (field, value) in [("spec.function", &spec.function), ("spec.namespace", &spec.namespace)] {
