@@ -266,8 +266,17 @@ fn build_all(documents: Vec<(Kind, Node)>, inputs: &BuildInputs<'_>, out: &mut V
             // One object per cluster the document is placed in; placement problems once.
             let mut problems = Vec::new();
             let clusters = environments::placements(kind, &document, inputs.tenant_clusters, &mut problems);
-            let mut built: Vec<(Option<Built>, Vec<Diagnostic>)> =
-                clusters.into_iter().map(|cluster| build_document(kind, document.clone(), cluster, inputs)).collect();
+            // NB: the last placement takes the document itself (most documents have one).
+            let mut document = Some(document);
+            let last = clusters.len() - 1;
+            let mut built: Vec<(Option<Built>, Vec<Diagnostic>)> = clusters
+                .into_iter()
+                .enumerate()
+                .filter_map(|(index, cluster)| {
+                    let document = if index == last { document.take()? } else { document.clone()? };
+                    Some(build_document(kind, document, cluster, inputs))
+                })
+                .collect();
             built.push((None, problems));
             built
         })
