@@ -331,6 +331,16 @@ fn placement_mistakes_name_their_place() {
         |text| text.replace("  clusters: [staging, prod]", "  clusters: [staging, prd]"),
         "fleet/tenants.yaml:16:23: spec.clusters[1]: unknown TFRCluster `prd` (defined: `dev`, `prod`, `staging`)",
     );
+    refused(
+        "servers.yaml",
+        |text| text.replace("  clusters: [prod]", "  clusters: [prd]"),
+        "fleet/servers.yaml:16:14: spec.clusters[0]: unknown TFRCluster `prd` (defined: `dev`, `prod`, `staging`)",
+    );
+    refused(
+        "environments/staging.yaml",
+        |text| text.replacen("metadata: { name: acme }", "metadata: { name: acme", 1),
+        "fleet/environments/staging.yaml:5:5: (environment): invalid YAML: while parsing a flow mapping, did not find expected ',' or '}'",
+    );
     // The same name twice in one cluster is a duplicate there (and only there).
     refused(
         "tenants.yaml",
@@ -459,6 +469,7 @@ fn the_diff_says_first_what_rolls_and_what_is_risky() {
     // A storage class change and fewer database instances are risky, and named.
     edit("environments/staging.yaml", "  postgresql: { instances: 2 }", "  postgresql: { instances: 1 }");
     edit("environments/staging.yaml", "storageClass: nfs-client }\n---", "storageClass: gp3 }\n---");
+    edit("environments/prod.yaml", "storage: 50Gi", "storage: 20Gi");
     let risky = diff(&["--fail-on", "risky", "--format", "json"]);
     assert_eq!(risky.status.code(), Some(1), "{}", report(&risky));
     let document: serde_json::Value = serde_json::from_slice(&risky.stdout).unwrap();
@@ -471,6 +482,7 @@ fn the_diff_says_first_what_rolls_and_what_is_risky() {
     assert_eq!(
         risks,
         [
+            "prod Cluster acme/acme-pg: storage size decreased 50Gi -> 20Gi",
             "staging Cluster acme/acme-pg: database instances decreased 2 -> 1",
             "staging PersistentVolumeClaim acme/shared-cache: storage class changed at spec.storageClassName: \"nfs-client\" -> \"gp3\"",
         ]
@@ -479,4 +491,23 @@ fn the_diff_says_first_what_rolls_and_what_is_risky() {
         document["summary"]["rolls"][0]["reasons"][0],
         "image api-worker docker.cnb.cool/turingfocus/tfrobot:v1.9.0-rc.1 -> docker.cnb.cool/turingfocus/tfrobot:v1.9.0-rc.2"
     );
+}
+
+#[test]
+fn an_invalid_object_is_not_also_called_missing_by_its_environments() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    let tenants = fleet.join("tenants.yaml");
+    let text = std::fs::read_to_string(&tenants).unwrap().replacen(
+        "postgresql: { instances: 1, storage: 5Gi }",
+        "postgresql: { instances: one, storage: 5Gi }",
+        1,
+    );
+    std::fs::write(&tenants, text).unwrap();
+    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("fleet/tenants.yaml:9:28: spec.postgresql.instances: expected an integer"), "{stderr}");
+    assert!(!stderr.contains("is placed in a cluster of environment"), "no follow-on errors: {stderr}");
 }

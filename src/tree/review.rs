@@ -161,7 +161,33 @@ fn risks(entry: &Entry, before: Option<&Json>, after: Option<&Json>) -> Vec<Stri
     let mut classes = Vec::new();
     storage_classes(before, after, "", &mut classes);
     out.extend(classes);
+    if let (Some(old), Some(new)) = (before.pointer("/spec/storage/size"), after.pointer("/spec/storage/size"))
+        && let (Some(a), Some(b)) = (old.as_str().and_then(quantity), new.as_str().and_then(quantity))
+        && b < a
+    {
+        // NB: a volume cannot shrink (CNPG refuses, and a PVC's request cannot go down).
+        out.push(format!("storage size decreased {} -> {}", old.as_str().unwrap_or_default(), new.as_str().unwrap_or_default()));
+    }
     out
+}
+
+/// A Kubernetes quantity (`50Gi`, `500M`, `1.5Ti`) in bytes; `None` for anything else.
+fn quantity(text: &str) -> Option<f64> {
+    const SUFFIXES: &[(&str, f64)] = &[
+        ("Ki", 1024.0),
+        ("Mi", 1_048_576.0),
+        ("Gi", 1_073_741_824.0),
+        ("Ti", 1_099_511_627_776.0),
+        ("Pi", 1_125_899_906_842_624.0),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+    ];
+    let (number, factor) =
+        SUFFIXES.iter().find_map(|(suffix, factor)| text.strip_suffix(suffix).map(|n| (n, *factor))).unwrap_or((text, 1.0));
+    number.parse::<f64>().ok().map(|n| n * factor)
 }
 
 /// Every storage class (`storageClass`, `storageClassName`) that differs between two objects.

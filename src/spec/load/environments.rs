@@ -72,10 +72,35 @@ pub(super) fn tenant_placements(documents: &[(Kind, Node)]) -> BTreeMap<String, 
     placed
 }
 
+/// Every (kind, cluster, name) the documents place a tenant or server at, valid or not (a
+/// server's `clusters` restriction aside): an environment document that names one of them is
+/// never reported as changing nothing, whatever else is wrong with that object.
+pub(super) fn declared(documents: &[(Kind, Node)], tenants: &BTreeMap<String, Vec<String>>) -> BTreeSet<(Kind, String, String)> {
+    let mut out = BTreeSet::new();
+    for (kind, document) in documents {
+        let Some(name) = document_name(document) else { continue };
+        let tenant = match kind {
+            Kind::Tenant => name,
+            Kind::Server => document.get("spec").and_then(|s| s.get("tenant")).and_then(Node::as_str).unwrap_or_default(),
+            Kind::Cluster => continue,
+        };
+        for cluster in tenants.get(tenant).into_iter().flatten() {
+            out.insert((*kind, cluster.clone(), name.to_owned()));
+        }
+    }
+    out
+}
+
 /// The clusters a document is built for: a cluster's own name; a tenant's `cluster` or each of
 /// its `clusters`; a server's tenant's clusters (only those of its `clusters` when given). One
 /// empty name when none is known (the document is still checked; its reference is reported).
-pub(super) fn placements(kind: Kind, document: &Node, tenants: &BTreeMap<String, Vec<String>>, out: &mut Vec<Diagnostic>) -> Vec<String> {
+pub(super) fn placements(
+    kind: Kind,
+    document: &Node,
+    tenants: &BTreeMap<String, Vec<String>>,
+    clusters: &BTreeSet<String>,
+    out: &mut Vec<Diagnostic>,
+) -> Vec<String> {
     let spec = document.get("spec");
     let placed: Vec<String> = match kind {
         Kind::Cluster => document_name(document).map(str::to_owned).into_iter().collect(),
@@ -84,7 +109,7 @@ pub(super) fn placements(kind: Kind, document: &Node, tenants: &BTreeMap<String,
             let tenant = spec.and_then(|s| s.get("tenant")).and_then(Node::as_str).unwrap_or_default();
             let of_tenant = tenants.get(tenant).cloned().unwrap_or_default();
             let chosen = strings(document, "clusters");
-            if chosen.is_empty() || of_tenant.is_empty() { of_tenant } else { server_clusters(tenant, &of_tenant, &chosen, out) }
+            if chosen.is_empty() || of_tenant.is_empty() { of_tenant } else { server_clusters(tenant, &of_tenant, clusters, &chosen, out) }
         }
     };
     if placed.is_empty() { vec![String::new()] } else { placed }
@@ -124,13 +149,23 @@ fn tenant_clusters(document: &Node, out: &mut Vec<Diagnostic>) -> Vec<String> {
     }
 }
 
-/// A server's `spec.clusters`: each must be one of its tenant's clusters.
-fn server_clusters(tenant: &str, of_tenant: &[String], chosen: &[(usize, &Node)], out: &mut Vec<Diagnostic>) -> Vec<String> {
+/// A server's `spec.clusters`: each must be a cluster, and one of its tenant's.
+fn server_clusters(
+    tenant: &str,
+    of_tenant: &[String],
+    known: &BTreeSet<String>,
+    chosen: &[(usize, &Node)],
+    out: &mut Vec<Diagnostic>,
+) -> Vec<String> {
     let mut placed = Vec::new();
     for cluster in unique(chosen, "spec.clusters", out) {
+        let entry = chosen.iter().find(|(_, n)| n.as_str() == Some(cluster.as_str()));
         if of_tenant.contains(&cluster) {
             placed.push(cluster);
-        } else if let Some((index, node)) = chosen.iter().find(|(_, n)| n.as_str() == Some(cluster.as_str())) {
+        } else if let (Some((index, node)), false) = (entry, known.contains(&cluster)) {
+            let path = format!("spec.clusters[{index}]");
+            out.push(crate::spec::check::dangling(node.origin, &path, "TFRCluster", &cluster, known.iter().map(String::as_str)));
+        } else if let Some((index, node)) = entry {
             let listed: Vec<String> = of_tenant.iter().map(|c| format!("`{c}`")).collect();
             out.push(
                 Diagnostic::error(

@@ -177,6 +177,8 @@ pub fn load(bundle: &Bundle) -> Loaded {
     let cluster_overlays = cluster_overlays(&documents, &overlays, bundle, &mut out);
     let cluster_environments = environments::cluster_environments(&documents, &environments, bundle, &mut out);
     let known = known_names(&documents);
+    let tenant_clusters = environments::tenant_placements(&documents);
+    let placed = environments::declared(&documents, &tenant_clusters);
     let inputs = BuildInputs {
         bundle,
         schemas: &schemas,
@@ -184,16 +186,10 @@ pub fn load(bundle: &Bundle) -> Loaded {
         cluster_overlays: &cluster_overlays,
         environments: &environments,
         cluster_environments: &cluster_environments,
-        tenant_clusters: &environments::tenant_placements(&documents),
+        tenant_clusters: &tenant_clusters,
         known: &known,
     };
     let spec = build_all(documents, &inputs, &mut out);
-    let placed: BTreeSet<(Kind, String, String)> = spec
-        .tenants
-        .iter()
-        .map(|o| (Kind::Tenant, o.cluster.clone(), o.name().to_owned()))
-        .chain(spec.servers.iter().map(|o| (Kind::Server, o.cluster.clone(), o.name().to_owned())))
-        .collect();
     environments::unmatched(&environments, &cluster_environments, &placed, &mut out);
     check::check(&spec, &known, bundle, &mut out);
     finish(spec, super::diagnostic::without_follow_ons(out, unparsed))
@@ -265,7 +261,9 @@ fn build_all(documents: Vec<(Kind, Node)>, inputs: &BuildInputs<'_>, out: &mut V
         .flat_map_iter(|(kind, document)| {
             // One object per cluster the document is placed in; placement problems once.
             let mut problems = Vec::new();
-            let clusters = environments::placements(kind, &document, inputs.tenant_clusters, &mut problems);
+            let none = BTreeSet::new();
+            let known_clusters = inputs.known.get(&Kind::Cluster).unwrap_or(&none);
+            let clusters = environments::placements(kind, &document, inputs.tenant_clusters, known_clusters, &mut problems);
             // NB: the last placement takes the document itself (most documents have one).
             let mut document = Some(document);
             let last = clusters.len() - 1;

@@ -61,7 +61,8 @@ fn parse_files(
         let documents = match yaml::parse(file, &bundle.files[file].text) {
             Ok(documents) => documents,
             Err(errors) => {
-                out.extend(errors.into_iter().map(|e| Diagnostic::error(Rule::Syntax, e.origin, "(overlay)", e.message)));
+                let what = if partial == Partial::Overlay { "(overlay)" } else { "(environment)" };
+                out.extend(errors.into_iter().map(|e| Diagnostic::error(Rule::Syntax, e.origin, what, e.message)));
                 parsed_files.insert(name.clone(), Vec::new());
                 continue;
             }
@@ -106,7 +107,14 @@ fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, partial: Parti
         return None;
     };
     let mut spec = spec.clone();
-    for forbidden in ["cluster", "clusters", "tenant", "overlays", "environments"] {
+    let spec_schema = spec_schema(&schemas[&kind]);
+    // NB: only fields of this kind: another kind's field is already an unknown field.
+    let forbidden: &[&str] = match kind {
+        Kind::Cluster => &["overlays", "environments"],
+        Kind::Tenant => &["cluster", "clusters"],
+        Kind::Server => &["tenant", "clusters"],
+    };
+    for &forbidden in forbidden {
         if let Some(key) = spec.get_key(forbidden) {
             let what = if partial == Partial::Overlay { "an overlay" } else { "an environment" };
             out.push(
@@ -115,7 +123,6 @@ fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, partial: Parti
             );
         }
     }
-    let spec_schema = spec_schema(&schemas[&kind]);
     schema::validate(&mut spec, &spec_schema, "spec", ValidateOptions { partial: true }, out);
     Some(OverlayDocument { kind, spec, target })
 }
