@@ -302,7 +302,7 @@ fn two_environments_that_disagree_on_one_field() {
     assert_eq!(
         String::from_utf8_lossy(&output.stderr).lines().next(),
         Some(
-            "fleet/environments/eu.yaml:5:28: spec.postgresql.instances: TFRTenant `acme` in cluster `prod`: environment `eu` and environment `prod` both set `spec.postgresql.instances`, differently"
+            "fleet/environments/eu.yaml:5:28: spec.postgresql.instances: TFRTenant `acme` in cluster `prod`: environment `eu` and environment `prod` (at fleet/environments/prod.yaml:6:28) both set `spec.postgresql.instances`, differently"
         ),
         "{}",
         report(&output)

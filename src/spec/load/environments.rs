@@ -7,7 +7,7 @@
 use super::overlays::OverlayDocument;
 use super::{Layer, document_name};
 use crate::spec::bundle::Bundle;
-use crate::spec::diagnostic::{Diagnostic, Rule, did_you_mean};
+use crate::spec::diagnostic::{Diagnostic, FileTable, Rule, did_you_mean};
 use crate::spec::schema::Kind;
 use crate::spec::yaml::{Node, Origin, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -204,6 +204,7 @@ pub(super) fn layers(
     selected: &[(String, Origin)],
     environments: &BTreeMap<String, Vec<OverlayDocument>>,
     label: &str,
+    files: &dyn FileTable,
     out: &mut Vec<Diagnostic>,
 ) -> Vec<Layer> {
     let mut found: Vec<Layer> = Vec::new();
@@ -213,13 +214,13 @@ pub(super) fn layers(
             found.push(Layer { label: format!("environment `{environment}`"), spec: document.spec.clone(), selected_at: None });
         }
     }
-    conflicts(&found, label, out);
+    conflicts(&found, label, files, out);
     found
 }
 
 /// Every pair of layers that set one field (or a field and a field inside it) to different
 /// values: an error at the second one.
-fn conflicts(layers: &[Layer], label: &str, out: &mut Vec<Diagnostic>) {
+fn conflicts(layers: &[Layer], label: &str, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
     let mut set: Vec<(String, &Node, &str)> = Vec::new();
     for layer in layers {
         let mut leaves = Vec::new();
@@ -229,13 +230,20 @@ fn conflicts(layers: &[Layer], label: &str, out: &mut Vec<Diagnostic>) {
                 let nested = path.starts_with(&format!("{other}.")) || other.starts_with(&format!("{path}."));
                 nested || (*other == path && value.to_json() != node.to_json())
             });
-            if let Some((other, _, by)) = clash {
+            if let Some((other, first, by)) = clash {
+                let at = first.origin;
                 out.push(
                     Diagnostic::error(
                         Rule::Consistency,
                         node.origin,
                         &path,
-                        format!("{label}: {} and {by} both set `{other}`, differently", layer.label),
+                        format!(
+                            "{label}: {} and {by} (at {}:{}:{}) both set `{other}`, differently",
+                            layer.label,
+                            files.name(at.file),
+                            at.line,
+                            at.column
+                        ),
                     )
                     .with_help("environments have no order: set the field in one of them only, or to the same value")
                     .sensitive(),

@@ -300,7 +300,7 @@ fn build_document(kind: Kind, document: Node, cluster: String, inputs: &BuildInp
     let name = document_name(&document).unwrap_or_default().to_owned();
     let selected = inputs.cluster_environments.get(&cluster).map_or(&[][..], Vec::as_slice);
     let label = format!("{} `{name}` in cluster `{cluster}`", kind.as_str());
-    let above = environments::layers(kind, &name, selected, inputs.environments, &label, &mut out);
+    let above = environments::layers(kind, &name, selected, inputs.environments, &label, inputs.bundle, &mut out);
     let raw = document.clone();
     let schema = &inputs.schemas[&kind];
     let layers = Layers { below, above, cluster };
