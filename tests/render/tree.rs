@@ -54,10 +54,13 @@ fn the_render_memo_reuses_only_what_still_holds() {
     let dir = tempfile::tempdir().unwrap();
     let spec = copy_fixture("demo", dir.path());
     let out = dir.path().join("out");
+    // NB: a memo directory of its own: the check at the end reads every memo in it, and other
+    // tests' fixtures (render-enterprise-full's `staging` billing environment) must not count.
+    let memos = dir.path().join("memos");
     let run = |extra: &[&str]| {
         let mut args = vec!["render", spec.to_str().unwrap(), "--out", out.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let output = tfrs(&args);
+        let output = common::fixture_command().env("TFRS_CACHE_DIR", &memos).args(&args).output().expect("tfrs runs");
         assert_eq!(output.status.code(), Some(0), "{}", report(&output));
         output
     };
@@ -93,11 +96,8 @@ fn the_render_memo_reuses_only_what_still_holds() {
     }
 
     // The memo holds stamps, identities and paths: no value from the spec or its secrets.
-    let memos: Vec<PathBuf> = std::fs::read_dir(concat!(env!("CARGO_TARGET_TMPDIR"), "/tfrs-memo"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
+    let memos: Vec<PathBuf> =
+        std::fs::read_dir(&memos).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
     assert!(!memos.is_empty());
     let openai = std::fs::read_to_string(spec.join("secrets/openai-api-key.txt")).unwrap();
     for memo in memos {
