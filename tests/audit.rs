@@ -154,7 +154,7 @@ fn audit_reports_leaks_as_json_sarif_and_annotations_at_their_line() {
     }
     let log: serde_json::Value = serde_json::from_slice(&sarif.stdout).unwrap();
     let run = &log["runs"][0];
-    let root = format!("file://{}/", repo.canonicalize().unwrap().display());
+    let root = common::directory_uri(&repo.canonicalize().unwrap());
     assert_eq!(run["originalUriBaseIds"]["SRCROOT"]["uri"], root.as_str(), "paths are the audited repository's");
     assert!(run["results"][0].get("locations").is_none(), "a commit message has no file");
     let location = &run["results"][1]["locations"][0]["physicalLocation"];

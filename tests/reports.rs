@@ -114,7 +114,7 @@ fn sarif_validates_against_the_2_1_0_schema_and_points_where_the_text_does() {
         assert_eq!(problems, "", "{dir}: the SARIF log is invalid");
         let log = parse(&sarif);
         let run = &log["runs"][0];
-        let cwd = format!("file://{}/", root().display());
+        let cwd = common::directory_uri(&root());
         assert_eq!(run["originalUriBaseIds"]["SRCROOT"]["uri"], cwd.as_str(), "{dir}");
         let results = run["results"].as_array().unwrap();
         let findings = json["findings"].as_array().unwrap();

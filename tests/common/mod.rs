@@ -126,3 +126,20 @@ pub fn sarif_problems(log: &[u8]) -> Option<String> {
         }
     }
 }
+
+/// A directory as a SARIF `file:` URI with a trailing `/`: every byte but unreserved ones and
+/// `/` percent-encoded (RFC 3986), whatever characters the checkout's path holds.
+#[allow(dead_code)]
+#[must_use]
+pub fn directory_uri(dir: &std::path::Path) -> String {
+    let mut uri = String::from("file://");
+    for byte in dir.to_string_lossy().bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            uri.push(char::from(byte));
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri.push('/');
+    uri
+}
