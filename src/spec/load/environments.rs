@@ -4,7 +4,7 @@
 //! object's own spec. Environments have no order among themselves, so two that set one field of
 //! one object differently are an error.
 
-use super::overlays::OverlayDocument;
+use super::overlays::{OverlayDocument, cluster_selections, strings};
 use super::{Layer, document_name};
 use crate::spec::bundle::Bundle;
 use crate::spec::diagnostic::{Diagnostic, FileTable, Rule, did_you_mean};
@@ -19,29 +19,7 @@ pub(super) fn cluster_environments(
     bundle: &Bundle,
     out: &mut Vec<Diagnostic>,
 ) -> BTreeMap<String, Vec<(String, Origin)>> {
-    let mut named: BTreeMap<String, Vec<(String, Origin)>> = BTreeMap::new();
-    for (_, document) in documents.iter().filter(|(kind, _)| *kind == Kind::Cluster) {
-        let Some(name) = document_name(document) else { continue };
-        let mut names = Vec::new();
-        for (index, item) in strings(document, "environments") {
-            let Some(environment) = item.as_str() else { continue };
-            if environments.contains_key(environment) {
-                names.push((environment.to_owned(), item.origin));
-            } else {
-                out.push(unknown_environment(item.origin, &format!("spec.environments[{index}]"), environment, bundle));
-            }
-        }
-        named.entry(name.to_owned()).or_insert(names);
-    }
-    named
-}
-
-/// The items of the list `spec.<field>` of a document.
-pub(super) fn strings<'a>(document: &'a Node, field: &str) -> Vec<(usize, &'a Node)> {
-    match document.get("spec").and_then(|s| s.get(field)).map(|n| &n.value) {
-        Some(Value::Seq(items)) => items.iter().enumerate().collect(),
-        _ => Vec::new(),
-    }
+    cluster_selections(documents, "environments", environments, &|origin, path, name| unknown_environment(origin, path, name, bundle), out)
 }
 
 fn unknown_environment(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> Diagnostic {

@@ -210,26 +210,41 @@ pub(super) fn cluster_overlays(
     bundle: &Bundle,
     out: &mut Vec<Diagnostic>,
 ) -> BTreeMap<String, Vec<(String, Origin)>> {
-    let mut cluster_overlays: BTreeMap<String, Vec<(String, Origin)>> = BTreeMap::new();
-    for (kind, document) in documents {
-        if *kind != Kind::Cluster {
-            continue;
-        }
+    cluster_selections(documents, "overlays", overlays, &|origin, path, name| unknown_overlay(origin, path, name, bundle), out)
+}
+
+/// Which layers of `known` (overlays or environments) each cluster names in `spec.<field>`, with
+/// the entry that names each; a name not in `known` is reported by `unknown(origin, path, name)`.
+pub(super) fn cluster_selections(
+    documents: &[(Kind, Node)],
+    field: &str,
+    known: &BTreeMap<String, Vec<OverlayDocument>>,
+    unknown: &dyn Fn(Origin, &str, &str) -> Diagnostic,
+    out: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, Vec<(String, Origin)>> {
+    let mut selections: BTreeMap<String, Vec<(String, Origin)>> = BTreeMap::new();
+    for (_, document) in documents.iter().filter(|(kind, _)| *kind == Kind::Cluster) {
         let Some(name) = document_name(document) else { continue };
         let mut names = Vec::new();
-        if let Some(Value::Seq(items)) = document.get("spec").and_then(|s| s.get("overlays")).map(|n| &n.value) {
-            for (index, item) in items.iter().enumerate() {
-                let Some(overlay) = item.as_str() else { continue };
-                if overlays.contains_key(overlay) {
-                    names.push((overlay.to_owned(), item.origin));
-                } else {
-                    out.push(unknown_overlay(item.origin, &format!("spec.overlays[{index}]"), overlay, bundle));
-                }
+        for (index, item) in strings(document, field) {
+            let Some(layer) = item.as_str() else { continue };
+            if known.contains_key(layer) {
+                names.push((layer.to_owned(), item.origin));
+            } else {
+                out.push(unknown(item.origin, &format!("spec.{field}[{index}]"), layer));
             }
         }
-        cluster_overlays.entry(name.to_owned()).or_insert(names);
+        selections.entry(name.to_owned()).or_insert(names);
     }
-    cluster_overlays
+    selections
+}
+
+/// The items of the list `spec.<field>` of a document.
+pub(super) fn strings<'a>(document: &'a Node, field: &str) -> Vec<(usize, &'a Node)> {
+    match document.get("spec").and_then(|s| s.get(field)).map(|n| &n.value) {
+        Some(Value::Seq(items)) => items.iter().enumerate().collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn unknown_overlay(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> Diagnostic {
