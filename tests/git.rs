@@ -383,8 +383,8 @@ fn the_author_comes_from_the_environment_or_the_command_fails_clearly() {
 }
 
 /// Masks what changes from run to run (commit ids) in diff output.
-fn stable(text: &[u8]) -> String {
-    let text = String::from_utf8_lossy(text);
+fn stable(text: &[u8], sandbox: &Path) -> String {
+    let text = String::from_utf8_lossy(text).replace(&sandbox.display().to_string(), "[sandbox]");
     let mut out = String::new();
     for line in text.lines() {
         if line.trim_start().starts_with("\"commit\":") {
@@ -402,6 +402,11 @@ fn diff_exit_codes_and_formats() {
     let sandbox = Sandbox::new();
     let repo = sandbox.bare("gitops.git");
     let spec = sandbox.fixture("render-sops-docker-desktop", "laptop");
+    // NB: the specs are in a Git work tree, so the commit records their commit and the diff
+    // traces each change to the spec field that made it.
+    sandbox.git(&spec, &["init", "-q"]);
+    sandbox.git(&spec, &["add", "-A"]);
+    sandbox.git(&spec, &["commit", "-qm", "specs"]);
     sandbox.commit(&spec, &repo, &[]);
 
     let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo)]);
@@ -419,8 +424,9 @@ fn diff_exit_codes_and_formats() {
     for format in ["text", "markdown", "json"] {
         let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--format", format]);
         assert_eq!(out.status.code(), Some(1), "{format}: {}", report(&out));
-        let text = stable(&out.stdout);
+        let text = stable(&out.stdout, sandbox.path());
         assert!(!text.contains('\x1b'), "no colour when piped");
+        assert!(out.stderr.is_empty(), "the base's specs are read: {}", report(&out));
         assert!(!text.contains("ENC[") && !text.contains("BEGIN AGE"), "no ciphertext: {text}");
         insta::assert_snapshot!(format!("diff_{format}"), text);
     }

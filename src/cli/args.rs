@@ -223,6 +223,12 @@ pub struct DiffArgs {
     /// release or data service removed). Errors always exit 2.
     #[arg(long, value_enum, default_value = "changes", value_name = "WHAT")]
     pub fail_on: FailOn,
+    /// `markdown` only: write the report as numbered parts `DIR/part-1.md`, `part-2.md` and so on, each
+    /// small enough for one pull-request comment, and print their paths (one per line) instead of
+    /// the report. Without it, what does not fit in one comment is left out, and the report says
+    /// so.
+    #[arg(long, value_name = "DIR")]
+    pub parts: Option<PathBuf>,
     /// How the specs are rendered.
     #[command(flatten)]
     pub settings: RenderSettings,

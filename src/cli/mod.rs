@@ -5,10 +5,13 @@
 
 mod args;
 mod audit;
+mod base;
 mod colour;
 mod commit;
 mod completions;
 mod diff;
+mod diff_markdown;
+mod diff_report;
 mod graph;
 mod log;
 mod man;

@@ -57,6 +57,77 @@ fn relative_to(root: &Path, input: &Path) -> Option<PathBuf> {
     absolute.strip_prefix(root).ok().map(Path::to_path_buf)
 }
 
+/// Writes what `inputs` held at commit `source` of their repository under `into`, each at its
+/// path relative to the work tree, with the `overlays/` and `environments/` beside a file input;
+/// returns the inputs as paths under `into`. The inputs' repository is the one [`source`]
+/// reads.
+///
+/// # Errors
+///
+/// Why not, in words: no repository, a commit it does not hold (a shallow clone), an input
+/// missing at that commit, an I/O error.
+pub fn checkout_inputs(inputs: &[PathBuf], source: &str, into: &Path) -> Result<Vec<PathBuf>, String> {
+    let first = inputs.first().ok_or("no inputs")?;
+    let repo = Repository::discover(first).map_err(|_| "the specs are not in a Git repository".to_owned())?;
+    let workdir = repo.workdir().and_then(|w| w.canonicalize().ok()).ok_or("the specs' repository has no work tree")?;
+    let commit = git2::Oid::from_str(source)
+        .and_then(|id| repo.find_commit(id))
+        .map_err(|_| format!("the specs' repository does not hold commit {source} (a shallow clone? fetch more history)"))?;
+    let tree = commit.tree().map_err(|e| e.message().to_owned())?;
+    let mut out = Vec::new();
+    for input in inputs {
+        let relative = relative_to(&workdir, input).ok_or_else(|| format!("`{}` is outside the specs' repository", input.display()))?;
+        let mut wanted = vec![relative.clone()];
+        if input.is_file() {
+            let parent = relative.parent().map(Path::to_path_buf).unwrap_or_default();
+            wanted.extend([parent.join("overlays"), parent.join("environments")]);
+        }
+        for (index, path) in wanted.iter().enumerate() {
+            match write_path(&repo, &tree, path, into) {
+                Ok(()) => {}
+                Err(git2::ErrorCode::NotFound) if index > 0 => {}
+                Err(_) => return Err(format!("`{}` is not in commit {source}", path.display())),
+            }
+        }
+        out.push(into.join(relative));
+    }
+    Ok(out)
+}
+
+/// Writes the blob or subtree at `path` of `tree` under `into`.
+fn write_path(repo: &Repository, tree: &git2::Tree<'_>, path: &Path, into: &Path) -> Result<(), git2::ErrorCode> {
+    let object = if path.as_os_str().is_empty() {
+        tree.as_object().clone()
+    } else {
+        tree.get_path(path).and_then(|entry| entry.to_object(repo)).map_err(|e| e.code())?
+    };
+    let io = |_| git2::ErrorCode::GenericError;
+    if let Some(blob) = object.as_blob() {
+        std::fs::create_dir_all(into.join(path).parent().unwrap_or(into)).map_err(io)?;
+        return std::fs::write(into.join(path), blob.content()).map_err(io);
+    }
+    let Some(subtree) = object.as_tree() else { return Ok(()) };
+    let mut failed = None;
+    subtree
+        .walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            let Ok(name) = entry.name() else { return git2::TreeWalkResult::Ok };
+            let target = into.join(path).join(dir).join(name);
+            let written = match entry.kind() {
+                Some(git2::ObjectType::Blob) => entry.to_object(repo).ok().and_then(|o| o.into_blob().ok()).map(|blob| {
+                    std::fs::create_dir_all(target.parent().unwrap_or(into)).and_then(|()| std::fs::write(&target, blob.content()))
+                }),
+                _ => None,
+            };
+            if let Some(Err(_)) = written {
+                failed = Some(git2::ErrorCode::GenericError);
+                return git2::TreeWalkResult::Abort;
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .map_err(|e| e.code())?;
+    failed.map_or(Ok(()), Err)
+}
+
 /// The provenance trailers of a commit: the source (when known) and the tfrs version line.
 /// The clusters are added by the commit itself, which knows them.
 #[must_use]

@@ -39,27 +39,34 @@ pub fn explain(spec: &Spec, field: &str) -> Vec<Explanation> {
 }
 
 fn explain_kind<S: Serialize + Default>(objects: &[Object<S>], kind: &str, field: &str, out: &mut Vec<Explanation>) {
-    let Some(inner) = field.strip_prefix("spec.") else { return };
     for object in objects {
-        let merged = serde_json::to_value(&object.spec).unwrap_or(Json::Null);
-        let Some(value) = lookup(&merged, inner) else { continue };
-        let mut steps = Vec::new();
-        if let Some(default) = lookup(&serde_json::to_value(S::default()).unwrap_or(Json::Null), inner) {
-            steps.push(Step { label: "built-in default".to_owned(), origin: None, value: redact(inner, default) });
-        }
-        for layer in &object.layers {
-            if let Some(node) = find(&layer.spec, inner) {
-                // NB: the merged tree locates the spec's own value, unless a layer above replaced it.
-                let replaced = object.layers.iter().skip_while(|l| l.label != "spec").skip(1).any(|l| find(&l.spec, inner).is_some());
-                let origin = if layer.label == "spec" && !replaced { Some(locate(&object.tree, field)) } else { Some(node.origin) };
-                steps.push(Step { label: layer.label.clone(), origin, value: redact(inner, node.to_json()) });
-            }
-        }
         // NB: a name placed in several clusters is told apart by its cluster.
         let placed_twice = objects.iter().any(|o| o.name() == object.name() && o.cluster != object.cluster);
-        let at = if placed_twice { format!(" in cluster `{}`", object.cluster) } else { String::new() };
-        out.push(Explanation { object: format!("{kind}/{}{at}", object.name()), value: redact(inner, value), steps });
+        out.extend(explain_object(object, kind, field, placed_twice));
     }
+}
+
+/// Explains `field` of one object (`None` when it does not have the field); `in_cluster` adds
+/// its cluster to the object's name.
+#[must_use]
+pub fn explain_object<S: Serialize + Default>(object: &Object<S>, kind: &str, field: &str, in_cluster: bool) -> Option<Explanation> {
+    let inner = field.strip_prefix("spec.")?;
+    let merged = serde_json::to_value(&object.spec).unwrap_or(Json::Null);
+    let value = lookup(&merged, inner)?;
+    let mut steps = Vec::new();
+    if let Some(default) = lookup(&serde_json::to_value(S::default()).unwrap_or(Json::Null), inner) {
+        steps.push(Step { label: "built-in default".to_owned(), origin: None, value: redact(inner, default) });
+    }
+    for layer in &object.layers {
+        if let Some(node) = find(&layer.spec, inner) {
+            // NB: the merged tree locates the spec's own value, unless a layer above replaced it.
+            let replaced = object.layers.iter().skip_while(|l| l.label != "spec").skip(1).any(|l| find(&l.spec, inner).is_some());
+            let origin = if layer.label == "spec" && !replaced { Some(locate(&object.tree, field)) } else { Some(node.origin) };
+            steps.push(Step { label: layer.label.clone(), origin, value: redact(inner, node.to_json()) });
+        }
+    }
+    let at = if in_cluster { format!(" in cluster `{}`", object.cluster) } else { String::new() };
+    Some(Explanation { object: format!("{kind}/{}{at}", object.name()), value: redact(inner, value), steps })
 }
 
 fn lookup(json: &Json, path: &str) -> Option<Json> {

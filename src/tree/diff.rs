@@ -11,8 +11,9 @@
 //! added, removed, changed, unchanged or resealed by comparing the keyed fingerprints of the
 //! `tfrs.turingfocus.cn/fingerprints` annotation (or, without fingerprints, the ciphertext).
 
+use super::fields::{self, FieldChange};
+use super::mask::{Sealed, fold_checksums, mask};
 use crate::layout::locate;
-use crate::secrets::fingerprint::ANNOTATION;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value as Json;
@@ -115,8 +116,16 @@ pub struct Entry {
     pub path: String,
     /// Sealed keys and what happened to each (empty when the object seals nothing).
     pub sealed: Vec<SealedValue>,
-    /// A unified diff of the masked YAML (empty when only sealed values changed).
+    /// A unified diff of the masked YAML (empty when only sealed values changed), with pod
+    /// templates' `checksum/*` annotations folded (the review says what rolls and why).
     pub diff: String,
+    /// For a changed object: each changed field of the masked object, checksums included (at
+    /// most [`fields::LIMIT`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldChange>,
+    /// Whether more fields changed than `fields` lists.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fields_truncated: bool,
 }
 
 impl Entry {
@@ -253,14 +262,11 @@ struct Item<'a> {
     /// The whole file's bytes, for equality: equal bytes hold equal objects, and a change of
     /// layout alone is a change too.
     file: &'a [u8],
-    /// Masked YAML (objects) or text (files).
+    /// Masked YAML with checksums folded (objects) or text (files).
     text: String,
+    /// The masked object (`Null` for a file, or without text).
+    json: Json,
     sealed: BTreeMap<String, Sealed>,
-}
-
-struct Sealed {
-    fingerprint: Option<String>,
-    ciphertext: String,
 }
 
 /// How items are matched across the two trees: by cluster and component, then an object by
@@ -315,6 +321,7 @@ fn file_items<'a>(path: &str, bytes: &'a [u8], with_text: bool) -> Vec<(Key, Ite
                     (true, true) => text.into_owned(),
                     (true, false) => "<binary>\n".to_owned(),
                 },
+                json: Json::Null,
                 sealed: BTreeMap::new(),
             };
             out.push((key(ItemKey::File(path.to_owned())), item));
@@ -325,61 +332,18 @@ fn file_items<'a>(path: &str, bytes: &'a [u8], with_text: bool) -> Vec<(Key, Ite
             let name = object.pointer("/metadata/name").and_then(Json::as_str).unwrap_or_default().to_owned();
             let namespace = object.pointer("/metadata/namespace").and_then(Json::as_str).map(str::to_owned);
             let (masked, sealed) = mask(&object);
-            let text =
-                if with_text { crate::manifest::to_yaml(&masked).unwrap_or_else(|_| "<unprintable>\n".to_owned()) } else { String::new() };
+            let (text, json) = if with_text {
+                let text = crate::manifest::to_yaml(&fold_checksums(masked.clone())).unwrap_or_else(|_| "<unprintable>\n".to_owned());
+                (text, masked)
+            } else {
+                (String::new(), Json::Null)
+            };
             let item_key = ItemKey::Object { kind: kind.clone(), namespace: namespace.clone(), name: name.clone() };
-            let item = Item { path: path.to_owned(), kind: Some(kind), namespace, name: Some(name), file: bytes, text, sealed };
+            let item = Item { path: path.to_owned(), kind: Some(kind), namespace, name: Some(name), file: bytes, text, json, sealed };
             out.push((key(item_key), item));
         }
     }
     out
-}
-
-/// Masks sealed values and their metadata with fixed markers, so ciphertext never shows in a
-/// diff; returns the sealed values.
-fn mask(object: &Json) -> (Json, BTreeMap<String, Sealed>) {
-    let mut masked = object.clone();
-    let fingerprints: BTreeMap<String, String> = object
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(ANNOTATION))
-        .and_then(Json::as_str)
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or_default();
-    if let Some(value) = masked.pointer_mut("/metadata/annotations").and_then(|a| a.get_mut(ANNOTATION)) {
-        *value = Json::String("<fingerprints>".to_owned());
-    }
-    let mut sealed = BTreeMap::new();
-    let mut take = |map: Option<&mut Json>, only_sops: bool| {
-        let Some(Json::Object(map)) = map else { return };
-        for (key, value) in map.iter_mut() {
-            let Json::String(text) = value else { continue };
-            if only_sops && !text.starts_with("ENC[") {
-                continue;
-            }
-            sealed.insert(key.clone(), Sealed { fingerprint: fingerprints.get(key).cloned(), ciphertext: text.clone() });
-            *value = Json::String("<sealed>".to_owned());
-        }
-    };
-    if object.get("kind").and_then(Json::as_str) == Some("SealedSecret") {
-        take(masked.pointer_mut("/spec/encryptedData"), false);
-    }
-    if masked.get("sops").is_some() {
-        take(masked.get_mut("data"), true);
-        take(masked.get_mut("stringData"), true);
-        masked["sops"] = Json::String("<sops metadata>".to_owned());
-    }
-    mask_stray_ciphertext(&mut masked);
-    (masked, sealed)
-}
-
-/// Masks any other SOPS ciphertext, wherever it is (it is noise, and never worth showing).
-fn mask_stray_ciphertext(value: &mut Json) {
-    match value {
-        Json::String(text) if text.starts_with("ENC[AES256_GCM,") => *text = "<sealed>".to_owned(),
-        Json::Array(items) => items.iter_mut().for_each(mask_stray_ciphertext),
-        Json::Object(map) => map.values_mut().for_each(mask_stray_ciphertext),
-        _ => {}
-    }
 }
 
 fn compare_sealed(old: Option<&BTreeMap<String, Sealed>>, new: Option<&BTreeMap<String, Sealed>>) -> Vec<SealedValue> {
@@ -418,7 +382,8 @@ fn unified(old: &str, new: &str, old_path: &str, new_path: &str) -> String {
         .to_string()
 }
 
-/// Compares two trees object by object (see the module docs).
+/// Compares two trees object by object (see the module docs). Files whose path and bytes are
+/// the same on both sides are not parsed: they hold the same objects, so they compare equal.
 ///
 /// ```
 /// use tfrs_gitops::tree::diff::{diff, Change, Files};
@@ -434,13 +399,11 @@ fn unified(old: &str, new: &str, old_path: &str, new_path: &str) -> String {
 /// ```
 #[must_use]
 pub fn diff(old: &Files, new: &Files) -> Diff {
-    compare(&items(&differing(old, None), true), &items(&differing(new, None), true), true)
+    compare(&items(&differing(old, Some(new)), true), &items(&differing(new, Some(old)), true), true)
 }
 
-/// As [`diff`], for a commit message: no unified diffs (`Entry::diff` is empty, and the masked
-/// text they are made of is not computed), and files
-/// whose path and bytes are the same on both sides are not parsed (they hold the same
-/// objects, so they can only compare equal).
+/// As [`diff`], for a commit message: no unified diffs nor field changes (`Entry::diff` and
+/// `Entry::fields` are empty, and the masked text they are made of is not computed).
 #[must_use]
 pub fn changes(old: &Files, new: &Files) -> Diff {
     compare(&items(&differing(old, Some(new)), false), &items(&differing(new, Some(old)), false), false)
@@ -476,6 +439,10 @@ fn compare(old: &BTreeMap<Key, Item<'_>>, new: &BTreeMap<Key, Item<'_>>, with_un
         } else {
             String::new()
         };
+        let (fields, fields_truncated) = match (a, b) {
+            (Some(a), Some(b)) if with_unified && item.kind.is_some() => fields::changes(&a.json, &b.json),
+            _ => (Vec::new(), false),
+        };
         entries.push(Entry {
             change,
             cluster: key.cluster.clone(),
@@ -486,6 +453,8 @@ fn compare(old: &BTreeMap<Key, Item<'_>>, new: &BTreeMap<Key, Item<'_>>, with_un
             path: item.path.clone(),
             sealed: compare_sealed(a.map(|i| &i.sealed), b.map(|i| &i.sealed)),
             diff,
+            fields,
+            fields_truncated,
         });
     }
     Diff { entries }
@@ -566,6 +535,33 @@ spec:
         assert_eq!(entry.sealed, vec![SealedValue { key: "token".to_owned(), change: SealedChange::Added }]);
         assert!(!entry.diff.contains("abc") && !entry.diff.contains("mac]") && !entry.diff.contains("2026"), "{}", entry.diff);
         assert!(entry.diff.contains("+  token: <sealed>"), "{}", entry.diff);
+    }
+
+    #[test]
+    fn checksums_are_folded_in_the_unified_diff_and_listed_as_fields() {
+        const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: n\nspec:\n  template:\n    metadata:\n      annotations:\n        checksum/config: aaa\n    spec:\n      containers:\n      - name: api\n        image: x:1\n";
+        let path = "clusters/c/components/namespaces/n/servers/s/api/deployment-api.yaml";
+        let old = files(&[(path, DEPLOYMENT)]);
+        let found = diff(&old, &files(&[(path, &DEPLOYMENT.replace("aaa", "bbb"))]));
+        let entry = &found.entries[0];
+        assert_eq!(entry.change, Change::Changed);
+        assert_eq!(entry.diff, "", "the checksum line is folded");
+        assert_eq!(entry.fields.len(), 1);
+        assert_eq!(entry.fields[0].path, "spec.template.metadata.annotations[\"checksum/config\"]");
+        assert_eq!((&entry.fields[0].before, &entry.fields[0].after), (&Json::from("aaa"), &Json::from("bbb")));
+        let bumped = diff(&old, &files(&[(path, &DEPLOYMENT.replace("aaa", "bbb").replace("x:1", "x:2"))]));
+        assert!(bumped.entries[0].diff.contains("-        image: x:1\n+        image: x:2\n"), "{}", bumped.entries[0].diff);
+        assert!(!bumped.entries[0].diff.contains("aaa") && !bumped.entries[0].diff.contains("bbb"), "{}", bumped.entries[0].diff);
+        assert_eq!(bumped.entries[0].fields.len(), 2);
+    }
+
+    #[test]
+    fn field_changes_never_carry_a_sealed_value() {
+        let old = files(&[(PATH, SEALED)]);
+        let new = files(&[(PATH, &SEALED.replace("CIPHER", "NEWCIPHER").replace("type: Opaque", "type: other"))]);
+        let entry = &diff(&old, &new).entries[0];
+        let text = serde_json::to_string(&entry.fields).unwrap();
+        assert!(text.contains("spec.template.type") && !text.contains("CIPHER"), "{text}");
     }
 
     #[test]

@@ -6,13 +6,16 @@
 //! - [`Tree::seal`]: the Secrets sealed into their files, reusing previous ciphertext;
 //! - [`plan`]: `plan.json`, written here and read by reconcile;
 //! - [`write`](mod@write): the output directory, replaced atomically (the only I/O here);
-//! - [`diff`]: two trees compared per object.
+//! - [`diff`]: two trees compared per object, [`fields`] per field, [`review`] for a reviewer.
 //!
 //! A [`Tree`] keeps its plaintext Secrets (zeroized on drop) until it is dropped, so that
 //! `commit` can seal again over a branch that moved without rendering again.
 
 pub mod build;
+pub mod cause;
 pub mod diff;
+pub mod fields;
+mod mask;
 pub mod plan;
 pub mod review;
 pub mod write;

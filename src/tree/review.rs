@@ -14,6 +14,9 @@ const WORKLOADS: &[&str] = &["Deployment", "StatefulSet", "DaemonSet"];
 /// A workload whose pods will be replaced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Roll {
+    /// The index of its entry in the diff.
+    #[serde(skip)]
+    pub entry: usize,
     /// `Kind namespace/name` in its cluster.
     pub object: String,
     /// The cluster.
@@ -25,6 +28,9 @@ pub struct Roll {
 /// A change a reviewer must look at twice.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Risk {
+    /// The index of its entry in the diff.
+    #[serde(skip)]
+    pub entry: usize,
     /// `Kind namespace/name` in its cluster.
     pub object: String,
     /// The cluster.
@@ -49,7 +55,7 @@ pub struct Review {
 #[must_use]
 pub fn review(old: &Files, new: &Files, diff: &Diff) -> Review {
     let mut out = Review::default();
-    for entry in &diff.entries {
+    for (index, entry) in diff.entries.iter().enumerate() {
         let before = (entry.change != Change::Added).then(|| old.get(&entry.path).and_then(|b| crate::manifest::read_object(b))).flatten();
         let after = (entry.change != Change::Removed).then(|| new.get(&entry.path).and_then(|b| crate::manifest::read_object(b))).flatten();
         for sealed in entry.sealed.iter().filter(|s| s.change != SealedChange::Unchanged) {
@@ -57,10 +63,10 @@ pub fn review(old: &Files, new: &Files, diff: &Diff) -> Review {
             out.secrets.entry(verb).or_default().push(format!("{} {}", entry.title(), sealed.key));
         }
         if let Some(reasons) = rolls(entry, before.as_ref(), after.as_ref()) {
-            out.rolls.push(Roll { object: entry.title(), cluster: entry.cluster.clone(), reasons });
+            out.rolls.push(Roll { entry: index, object: entry.title(), cluster: entry.cluster.clone(), reasons });
         }
         for reason in risks(entry, before.as_ref(), after.as_ref()) {
-            out.risks.push(Risk { object: entry.title(), cluster: entry.cluster.clone(), reason });
+            out.risks.push(Risk { entry: index, object: entry.title(), cluster: entry.cluster.clone(), reason });
         }
     }
     out

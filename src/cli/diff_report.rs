@@ -1,0 +1,85 @@
+//! What one `tfrs diff` reports, shared by its formats: the comparison, the review, the causes,
+//! and the lines every format prints first.
+
+use crate::tree::cause::{self, Cause};
+use crate::tree::diff::{Change, Diff, Entry};
+use crate::tree::review::Review;
+
+/// Everything one diff reports.
+pub(crate) struct Report<'a> {
+    /// The ref compared with.
+    pub reference: &'a str,
+    /// The per-object comparison.
+    pub found: Diff,
+    /// Rolls, risks and sealed values.
+    pub review: Review,
+    /// Per entry, the spec object behind it.
+    pub causes: Vec<Option<Cause>>,
+    /// `old -> new` when another tfrs rendered the base.
+    pub version: Option<String>,
+}
+
+impl Report<'_> {
+    /// The risks, roll reasons and causes of entry `index`, one line each.
+    pub(crate) fn notes(&self, index: usize) -> Vec<String> {
+        // NB: the review lists rolls and risks in entry order.
+        let risks = &self.review.risks;
+        let first = risks.partition_point(|r| r.entry < index);
+        let mut out: Vec<String> = risks[first..].iter().take_while(|r| r.entry == index).map(|r| format!("RISKY: {}", r.reason)).collect();
+        if let Ok(roll) = self.review.rolls.binary_search_by_key(&index, |r| r.entry) {
+            out.push(format!("rolls: {}", self.review.rolls[roll].reasons.join("; ")));
+        }
+        out.extend(self.causes.get(index).and_then(Option::as_ref).map(|c| format!("cause: {}", cause::line(c, self.version.as_deref()))));
+        out
+    }
+}
+
+/// The review first: what is risky, what rolls and why, what happens to sealed values, which
+/// spec objects changed.
+pub(crate) fn summary_lines(report: &Report<'_>) -> Vec<String> {
+    const SPEC_LINES: usize = 20;
+    const ROLL_LINES: usize = 30;
+    let review = &report.review;
+    let mut lines = Vec::new();
+    for risk in &review.risks {
+        lines.push(format!("RISKY: {} {}: {}", risk.cluster, risk.object, risk.reason));
+    }
+    for roll in review.rolls.iter().take(ROLL_LINES) {
+        lines.push(format!("rolls: {} {} ({})", roll.cluster, roll.object, roll.reasons.join("; ")));
+    }
+    if review.rolls.len() > ROLL_LINES {
+        lines.push(format!("rolls: and {} more workloads", review.rolls.len() - ROLL_LINES));
+    }
+    for (verb, values) in &review.secrets {
+        let shown: Vec<&str> = values.iter().take(10).map(String::as_str).collect();
+        let more = if values.len() > 10 { format!(" and {} more", values.len() - 10) } else { String::new() };
+        lines.push(format!("secrets {verb}: {}{more}", shown.join(", ")));
+    }
+    let changed = cause::changed_objects(&report.causes);
+    for object in changed.iter().take(SPEC_LINES) {
+        lines.push(format!("spec: {} {}", object.cluster, cause::line(object, None)));
+    }
+    if changed.len() > SPEC_LINES {
+        lines.push(format!("spec: and {} more objects", changed.len() - SPEC_LINES));
+    }
+    if let Some(version) = &report.version {
+        lines.push(format!("tfrs: {version}"));
+    }
+    lines
+}
+
+/// Whether a report shows an entry's unified diff: not for a removed object (its one line says
+/// all a reviewer needs; the old file is in Git), nor for the bookkeeping files every change
+/// touches (`kustomization.yaml` resource lists, `plan.json`). The JSON format has them all.
+pub(crate) fn shows_diff(entry: &Entry) -> bool {
+    entry.change != Change::Removed && !is_bookkeeping(&entry.path)
+}
+
+/// A `kustomization.yaml` resource list or a cluster's `plan.json`.
+pub(crate) fn is_bookkeeping(path: &str) -> bool {
+    path.ends_with(&format!("/{}", crate::layout::KUSTOMIZATION)) || path.ends_with("/plan.json")
+}
+
+pub(crate) fn sealed_lines(entry: &Entry) -> Vec<String> {
+    entry.sealed.iter().map(|s| format!("{}: <sealed: {}>", s.key, s.change)).collect()
+}
