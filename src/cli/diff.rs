@@ -46,8 +46,9 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     if let Some(note) = base.as_ref().and_then(|b| b.note.as_ref()) {
         eprintln!("note: {note}");
     }
-    let old_side = base.as_ref().and_then(|b| b.specs.as_ref()).map(|(spec, bundle)| Side { spec, files: bundle });
-    let causes = cause::causes(&found.entries, Side { spec: &spec, files: &bundle }, old_side);
+    let old_side = base.as_ref().and_then(|b| b.specs.as_ref()).map(|(spec, bundle)| Side::new(spec, bundle));
+    let new_side = Side::new(&spec, &bundle);
+    let causes = if found.is_empty() { cause::Causes::default() } else { cause::trace(&found.entries, &new_side, old_side.as_ref()) };
     let version = base.and_then(|b| b.version);
     let report = Report { reference: &reference, found, review, causes, version };
     match (args.format, &args.parts) {
@@ -105,7 +106,7 @@ fn json_report(report: &Report<'_>, commit: Option<git2::Oid>) -> String {
             if let Some(map) = object.as_object_mut() {
                 map.insert("rolls".to_owned(), json!(roll));
                 map.insert("risks".to_owned(), json!(risks));
-                map.insert("cause".to_owned(), json!(report.causes.get(index).and_then(Option::as_ref)));
+                map.insert("causes".to_owned(), json!(report.causes.entries.get(index)));
             }
             object
         })
@@ -126,7 +127,7 @@ fn json_report(report: &Report<'_>, commit: Option<git2::Oid>) -> String {
             "secrets": counts.secrets,
         })).collect::<Vec<_>>(),
         "summary": report.review,
-        "specChanges": cause::changed_objects(&report.causes),
+        "specChanges": report.causes.spec,
         "objects": objects,
     });
     format!("{}\n", serde_json::to_string_pretty(&document).unwrap_or_default())
@@ -171,39 +172,57 @@ fn text(report: &Report<'_>, colour: Colour) -> String {
         return totals_line(found, reference);
     }
     let mut out = String::new();
+    // NB: entries are sorted by cluster then component: each component's entries are the next
+    // run of its count.
+    let mut next = 0;
     for ((cluster, component), counts) in found.components() {
         out.push_str(&paint("1", &format!("{cluster} {component}: {}", counts_text(&counts))));
         out.push('\n');
-        for (index, entry) in found.entries.iter().enumerate().filter(|(_, e)| e.cluster == cluster && e.component == component) {
-            let code = match entry.change {
-                Change::Added => "32",
-                Change::Changed => "33",
-                Change::Removed => "31",
-            };
-            out.push_str(&paint(code, &format!("  {} {} {}", sigil(entry.change), entry.change, entry.title())));
-            out.push('\n');
-            for line in report.notes(index).into_iter().chain(sealed_lines(entry)) {
-                out.push_str(&format!("      {line}\n"));
-            }
-            if !shows_diff(entry) {
-                continue;
-            }
-            for line in entry.diff.lines() {
-                let painted = if line.starts_with("+++") || line.starts_with("---") {
-                    paint("1", line)
-                } else if line.starts_with('+') {
-                    paint("32", line)
-                } else if line.starts_with('-') {
-                    paint("31", line)
-                } else if line.starts_with("@@") {
-                    paint("36", line)
-                } else {
-                    line.to_owned()
-                };
-                out.push_str(&format!("      {painted}\n"));
-            }
+        let run = found.entries[next..].iter().take_while(|e| e.cluster == cluster && e.component == component).count();
+        let mut previous_causes: Vec<String> = Vec::new();
+        for index in next..next + run {
+            previous_causes = text_entry(report, index, &previous_causes, colour, &mut out);
         }
+        next += run;
     }
     out.push_str(&totals_line(found, reference));
     out
+}
+
+/// One entry of the text format: its line, notes, sealed values and unified diff. The cause
+/// said for the entry before (`previous`, in the same component) is not said again; returns
+/// this entry's.
+fn text_entry(report: &Report<'_>, index: usize, previous: &[String], colour: Colour, out: &mut String) -> Vec<String> {
+    let paint = |code: &str, text: &str| colour.paint(code, text);
+    let entry = &report.found.entries[index];
+    let code = match entry.change {
+        Change::Added => "32",
+        Change::Changed => "33",
+        Change::Removed => "31",
+    };
+    out.push_str(&paint(code, &format!("  {} {} {}", sigil(entry.change), entry.change, entry.title())));
+    out.push('\n');
+    let notes = report.notes(index);
+    let causes: Vec<String> = notes.iter().filter(|n| n.starts_with("cause: ")).cloned().collect();
+    let repeated = causes == previous;
+    for line in notes.into_iter().filter(|n| !(repeated && n.starts_with("cause: "))).chain(sealed_lines(entry)) {
+        out.push_str(&format!("      {line}\n"));
+    }
+    if shows_diff(entry) {
+        for line in entry.diff.lines() {
+            let painted = if line.starts_with("+++") || line.starts_with("---") {
+                paint("1", line)
+            } else if line.starts_with('+') {
+                paint("32", line)
+            } else if line.starts_with('-') {
+                paint("31", line)
+            } else if line.starts_with("@@") {
+                paint("36", line)
+            } else {
+                line.to_owned()
+            };
+            out.push_str(&format!("      {painted}\n"));
+        }
+    }
+    causes
 }

@@ -1,7 +1,7 @@
 //! What one `tfrs diff` reports, shared by its formats: the comparison, the review, the causes,
 //! and the lines every format prints first.
 
-use crate::tree::cause::{self, Cause};
+use crate::tree::cause::{self, Causes};
 use crate::tree::diff::{Change, Diff, Entry};
 use crate::tree::review::Review;
 
@@ -13,8 +13,8 @@ pub(crate) struct Report<'a> {
     pub found: Diff,
     /// Rolls, risks and sealed values.
     pub review: Review,
-    /// Per entry, the spec object behind it.
-    pub causes: Vec<Option<Cause>>,
+    /// Per entry, the spec objects behind it, and every spec object that changed.
+    pub causes: Causes,
     /// `old -> new` when another tfrs rendered the base.
     pub version: Option<String>,
 }
@@ -29,7 +29,12 @@ impl Report<'_> {
         if let Ok(roll) = self.review.rolls.binary_search_by_key(&index, |r| r.entry) {
             out.push(format!("rolls: {}", self.review.rolls[roll].reasons.join("; ")));
         }
-        out.extend(self.causes.get(index).and_then(Option::as_ref).map(|c| format!("cause: {}", cause::line(c, self.version.as_deref()))));
+        const SHOWN: usize = 5;
+        let causes = self.causes.entries.get(index).map_or(&[][..], Vec::as_slice);
+        out.extend(causes.iter().take(SHOWN).map(|c| format!("cause: {}", cause::line(c, self.version.as_deref()))));
+        if causes.len() > SHOWN {
+            out.push(format!("cause: and {} more spec objects", causes.len() - SHOWN));
+        }
         out
     }
 }
@@ -55,7 +60,7 @@ pub(crate) fn summary_lines(report: &Report<'_>) -> Vec<String> {
         let more = if values.len() > 10 { format!(" and {} more", values.len() - 10) } else { String::new() };
         lines.push(format!("secrets {verb}: {}{more}", shown.join(", ")));
     }
-    let changed = cause::changed_objects(&report.causes);
+    let changed = &report.causes.spec;
     for object in changed.iter().take(SPEC_LINES) {
         lines.push(format!("spec: {} {}", object.cluster, cause::line(object, None)));
     }

@@ -17,7 +17,6 @@ use crate::spec::Spec;
 use crate::spec::diagnostic::FileTable;
 use crate::spec::explain::explain_object;
 use crate::spec::load::Object;
-use crate::spec::model::ServerSpec;
 use crate::spec::yaml::Origin;
 use serde::Serialize;
 use serde_json::Value as Json;
@@ -81,15 +80,23 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// The specs of one side of a diff, with the file table their origins index.
-#[derive(Clone, Copy)]
 pub struct Side<'a> {
-    /// The validated specs.
-    pub spec: &'a Spec,
-    /// Their files.
-    pub files: &'a dyn FileTable,
+    spec: &'a Spec,
+    files: &'a dyn FileTable,
+    /// Each object's position in its kind's list, by key.
+    index: std::collections::HashMap<Key, usize>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+impl<'a> Side<'a> {
+    /// One side: validated specs and their files.
+    #[must_use]
+    pub fn new(spec: &'a Spec, files: &'a dyn FileTable) -> Side<'a> {
+        let index = keys(spec).map(|(position, key)| (key, position)).collect();
+        Side { spec, files, index }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Kind {
     Cluster,
     Tenant,
@@ -109,24 +116,60 @@ impl Kind {
 /// `(kind, cluster, name)` of a spec object.
 type Key = (Kind, String, String);
 
-/// The cause of each entry (index-aligned with `entries`), from the specs now and, when known,
-/// the base's.
+/// What changed in the specs, and why each rendered object changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Causes {
+    /// Per entry (index-aligned with the diff's entries), the spec objects behind it: the
+    /// nearest that changed; for an object that gathers a whole cluster or namespace (a
+    /// gateway certificate, a routing table, the plan) whose own spec object did not change,
+    /// every changed object below it; else its own spec object, unchanged (or unknown).
+    pub entries: Vec<Vec<Cause>>,
+    /// Every spec object added, removed or changed since the base, in order of cluster, kind
+    /// and name. Empty without the base's specs.
+    pub spec: Vec<Cause>,
+}
+
+/// Traces each entry to its causes, from the specs now and, when known, the base's.
 #[must_use]
-pub fn causes(entries: &[Entry], new: Side<'_>, old: Option<Side<'_>>) -> Vec<Option<Cause>> {
-    let mut memo: BTreeMap<Key, Cause> = BTreeMap::new();
-    entries
+pub fn trace(entries: &[Entry], new: &Side<'_>, old: Option<&Side<'_>>) -> Causes {
+    let changed: Vec<(Key, Cause)> = match old {
+        Some(base) => {
+            let mut keys: Vec<&Key> = new.index.keys().chain(base.index.keys()).collect();
+            keys.sort_by(|a, b| (&a.1, a.0, &a.2).cmp(&(&b.1, b.0, &b.2)));
+            keys.dedup();
+            keys.into_iter().map(|key| (key.clone(), describe(key, new, old))).filter(|(_, c)| c.change != "unchanged").collect()
+        }
+        None => Vec::new(),
+    };
+    let by_key: BTreeMap<&Key, &Cause> = changed.iter().map(|(key, cause)| (key, cause)).collect();
+    let tenant_of = |key: &Key| {
+        let find = |side: &Side<'_>| side.index.get(key).map(|&i| side.spec.servers[i].spec.tenant.clone());
+        find(new).or_else(|| old.and_then(find))
+    };
+    let per_entry = entries
         .iter()
         .map(|entry| {
-            let chain = owners(&entry.cluster, &entry.component, new.spec, old.map(|o| o.spec));
-            for key in &chain {
-                memo.entry(key.clone()).or_insert_with(|| describe(key, new, old));
-            }
+            let chain = owners(&entry.cluster, &entry.component, new, old);
             // NB: the nearest spec object that changed explains the object; one further up may
             // have changed too, and is said on its own objects.
-            let changed = chain.iter().filter_map(|key| memo.get(key)).find(|c| matches!(c.change, "changed" | "added" | "removed"));
-            changed.or_else(|| memo.get(chain.first()?)).map(|cause| relevant(cause, &entry.component))
+            if let Some(cause) = chain.iter().find_map(|key| by_key.get(key)) {
+                return vec![relevant(cause, &entry.component)];
+            }
+            let Some(first) = chain.first() else { return Vec::new() };
+            let below: Vec<Cause> = match first.0 {
+                Kind::Server => Vec::new(),
+                Kind::Cluster => changed.iter().filter(|(key, _)| key.1 == first.1).map(|(_, c)| c.clone()).collect(),
+                Kind::Tenant => changed
+                    .iter()
+                    .filter(|(key, _)| key.0 == Kind::Server && key.1 == first.1)
+                    .filter(|(key, _)| tenant_of(key).is_some_and(|t| chain.iter().any(|k| k.0 == Kind::Tenant && k.2 == t)))
+                    .map(|(_, c)| c.clone())
+                    .collect(),
+            };
+            if below.is_empty() { vec![describe(first, new, old)] } else { below }
         })
-        .collect()
+        .collect();
+    Causes { entries: per_entry, spec: changed.into_iter().map(|(_, cause)| cause).collect() }
 }
 
 /// The cause with only the fields of the component's own section, when it has any: a change of
@@ -155,44 +198,32 @@ fn relevant(cause: &Cause, component: &str) -> Cause {
     cause
 }
 
-/// Every changed spec object, in order, with the fields of all its entries (the review's "spec
-/// changes").
-#[must_use]
-pub fn changed_objects(causes: &[Option<Cause>]) -> Vec<Cause> {
-    let mut seen: BTreeMap<(String, String), Cause> = BTreeMap::new();
-    for cause in causes.iter().flatten().filter(|c| c.change != "unchanged" && c.change != "unknown") {
-        let merged =
-            seen.entry((cause.cluster.clone(), cause.object.clone())).or_insert_with(|| Cause { fields: Vec::new(), ..cause.clone() });
-        for field in &cause.fields {
-            if !merged.fields.contains(field) {
-                merged.fields.push(field.clone());
-            }
-        }
-        merged.more_fields = merged.more_fields.max(cause.more_fields);
-    }
-    let mut out: Vec<Cause> = seen.into_values().collect();
-    for cause in &mut out {
-        cause.fields.sort_by(|a, b| a.field.cmp(&b.field));
-    }
-    out
+/// Every object's key, with its position in its kind's list.
+fn keys(spec: &Spec) -> impl Iterator<Item = (usize, Key)> + '_ {
+    let key = |kind, cluster: &str, name: &str| (kind, cluster.to_owned(), name.to_owned());
+    let clusters = spec.clusters.iter().enumerate().map(move |(i, o)| (i, key(Kind::Cluster, &o.cluster, o.name())));
+    let tenants = spec.tenants.iter().enumerate().map(move |(i, o)| (i, key(Kind::Tenant, &o.cluster, o.name())));
+    let servers = spec.servers.iter().enumerate().map(move |(i, o)| (i, key(Kind::Server, &o.cluster, o.name())));
+    clusters.chain(tenants).chain(servers)
 }
 
 /// The spec objects a component belongs to, nearest first.
-fn owners(cluster: &str, component: &str, new: &Spec, old: Option<&Spec>) -> Vec<Key> {
+fn owners(cluster: &str, component: &str, new: &Side<'_>, old: Option<&Side<'_>>) -> Vec<Key> {
     let key = |kind, name: &str| (kind, cluster.to_owned(), name.to_owned());
     let mut chain = Vec::new();
     let parts: Vec<&str> = component.split('/').collect();
     if let ["namespaces", namespace, rest @ ..] = parts.as_slice() {
         if let ["servers", server, ..] = rest {
             chain.push(key(Kind::Server, server));
-            let tenant = find_server(new, cluster, server).or_else(|| old.and_then(|o| find_server(o, cluster, server)));
-            if let Some(server) = tenant {
-                chain.push(key(Kind::Tenant, &server.spec.tenant));
+            let server_key = key(Kind::Server, server);
+            let find = |side: &Side<'_>| side.index.get(&server_key).map(|&i| side.spec.servers[i].spec.tenant.clone());
+            if let Some(tenant) = find(new).or_else(|| old.and_then(find)) {
+                chain.push(key(Kind::Tenant, &tenant));
             }
         } else {
             let mut tenants: Vec<String> = Vec::new();
-            for spec in std::iter::once(new).chain(old) {
-                for unit in crate::render::tenant::units(spec, cluster).into_iter().filter(|u| u.namespace == *namespace) {
+            for side in std::iter::once(new).chain(old) {
+                for unit in crate::render::tenant::units(side.spec, cluster).into_iter().filter(|u| u.namespace == *namespace) {
                     tenants.extend(unit.tenants.iter().map(|t| t.name().to_owned()));
                 }
             }
@@ -205,12 +236,8 @@ fn owners(cluster: &str, component: &str, new: &Spec, old: Option<&Spec>) -> Vec
     chain
 }
 
-fn find_server<'a>(spec: &'a Spec, cluster: &str, name: &str) -> Option<&'a Object<ServerSpec>> {
-    spec.servers.iter().find(|s| s.cluster == cluster && s.name() == name)
-}
-
 /// What happened to one spec object between the two sides.
-fn describe(key: &Key, new: Side<'_>, old: Option<Side<'_>>) -> Cause {
+fn describe(key: &Key, new: &Side<'_>, old: Option<&Side<'_>>) -> Cause {
     let (kind, cluster, name) = key;
     let mut cause = Cause {
         object: format!("{} {name}", kind.name()),
@@ -220,8 +247,8 @@ fn describe(key: &Key, new: Side<'_>, old: Option<Side<'_>>) -> Cause {
         fields: Vec::new(),
         more_fields: 0,
     };
-    let now = lookup(new.spec, key);
-    let before = old.and_then(|old| lookup(old.spec, key));
+    let now = lookup(new, key);
+    let before = old.and_then(|old| lookup(old, key));
     cause.at = now.as_ref().map(|o| o.place(new.files)).or_else(|| Some(before.as_ref()?.place(old?.files)));
     let Some(old) = old else { return cause };
     match (&now, &before) {
@@ -248,7 +275,7 @@ struct View<'a> {
     explain: Explainer<'a>,
 }
 
-fn lookup<'a>(spec: &'a Spec, (kind, cluster, name): &Key) -> Option<View<'a>> {
+fn lookup<'a>(side: &Side<'a>, key: &Key) -> Option<View<'a>> {
     fn view<'a, S: Serialize + Default>(kind: Kind, object: &'a Object<S>) -> View<'a> {
         View {
             json: serde_json::to_value(&object.spec).unwrap_or(Json::Null),
@@ -256,12 +283,13 @@ fn lookup<'a>(spec: &'a Spec, (kind, cluster, name): &Key) -> Option<View<'a>> {
             explain: Box::new(move |field| explain_object(object, kind.name(), field, false)),
         }
     }
-    let matches = |object_cluster: &str, object_name: &str| object_cluster == cluster && object_name == name;
-    match kind {
-        Kind::Cluster => spec.clusters.iter().find(|o| matches(&o.cluster, o.name())).map(|o| view(*kind, o)),
-        Kind::Tenant => spec.tenants.iter().find(|o| matches(&o.cluster, o.name())).map(|o| view(*kind, o)),
-        Kind::Server => spec.servers.iter().find(|o| matches(&o.cluster, o.name())).map(|o| view(*kind, o)),
-    }
+    let position = *side.index.get(key)?;
+    let spec = side.spec;
+    Some(match key.0 {
+        Kind::Cluster => view(key.0, &spec.clusters[position]),
+        Kind::Tenant => view(key.0, &spec.tenants[position]),
+        Kind::Server => view(key.0, &spec.servers[position]),
+    })
 }
 
 impl View<'_> {
@@ -331,6 +359,8 @@ mod tests {
     #[test]
     fn components_belong_to_their_server_tenant_and_cluster() {
         let spec = Spec::default();
+        let files = crate::spec::Bundle::default();
+        let spec = Side::new(&spec, &files);
         let chain = owners("prod", "namespaces/acme/servers/bot/api-worker", &spec, None);
         assert_eq!(chain, [(Kind::Server, "prod".to_owned(), "bot".to_owned()), (Kind::Cluster, "prod".to_owned(), "prod".to_owned())]);
         assert_eq!(owners("prod", "cluster/cert-manager", &spec, None), [(Kind::Cluster, "prod".to_owned(), "prod".to_owned())]);

@@ -1,5 +1,7 @@
 //! Helpers shared by the integration test crates.
 
+pub mod sandbox;
+
 use std::process::Output;
 
 /// A command's whole result as text: exit code, stdout, stderr (the shape of CLI snapshots).

@@ -1,0 +1,222 @@
+//! `tfrs diff` as a review tool, end to end against bare repositories: each change traced to
+//! the spec field (and layer) that made it, field-level JSON, checksums folded into the rolls
+//! line, removed objects one line each, numbered markdown parts, and a change that comes from
+//! tfrs itself named by its version.
+
+mod common;
+
+use common::report;
+use common::sandbox::{Sandbox, edit, path};
+use git2::{Repository, Signature};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The specs as a Git work tree (`specs/`), committed, with a rendered commit of them in `repo`.
+fn committed(sandbox: &Sandbox, spec: &Path, repo: &Path) {
+    let specs = sandbox.path().join("specs");
+    sandbox.git(&specs, &["init", "-q"]);
+    sandbox.git(&specs, &["add", "-A"]);
+    sandbox.git(&specs, &["commit", "-qm", "specs"]);
+    sandbox.commit(spec, repo, &[]);
+}
+
+fn diff(sandbox: &Sandbox, spec: &Path, repo: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["diff", path(spec), "--repo", path(repo)];
+    args.extend_from_slice(extra);
+    let out = sandbox.tfrs(&args);
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn json(sandbox: &Sandbox, spec: &Path, repo: &Path) -> Value {
+    let (code, stdout, stderr) = diff(sandbox, spec, repo, &["--format", "json"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    serde_json::from_str(&stdout).expect("JSON")
+}
+
+fn object<'a>(document: &'a Value, kind: &str, name: &str) -> &'a Value {
+    document["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .find(|o| o["kind"] == kind && o["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in {document:#}"))
+}
+
+/// The demo fixture at `specs/demo`.
+fn demo(sandbox: &Sandbox) -> PathBuf {
+    sandbox.fixture("demo", "demo")
+}
+
+#[test]
+fn an_environment_change_is_traced_to_its_layer_and_touches_only_its_cluster() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = sandbox.fixture("fleet", "fleet");
+    common::copy_dir(&common::root().join("fixtures/demo/keys"), &sandbox.path().join("specs/demo/keys"));
+    committed(&sandbox, &spec, &repo);
+    let environment = spec.join("environments/prod.yaml");
+    edit(&environment, "apiWorker: { replicas: 3 }", "apiWorker: { replicas: 4 }");
+
+    let document = json(&sandbox, &spec, &repo);
+    let clusters: Vec<&str> = document["objects"].as_array().unwrap().iter().map(|o| o["cluster"].as_str().unwrap()).collect();
+    assert!(clusters.iter().all(|c| *c == "prod"), "only prod changes: {clusters:?}");
+    let deployment = object(&document, "Deployment", "helpdesk-api");
+    assert_eq!(deployment["fields"], serde_json::json!([{"path": "spec.replicas", "before": 3, "after": 4}]), "{deployment:#}");
+    let cause = &deployment["causes"][0];
+    assert_eq!(cause["object"], "TFRServer helpdesk");
+    assert_eq!(cause["cluster"], "prod");
+    assert_eq!(cause["change"], "changed");
+    let field = &cause["fields"][0];
+    assert_eq!(field["field"], "spec.apiWorker.replicas");
+    assert_eq!(field["layer"], "environment `prod`", "{cause:#}");
+    let text = std::fs::read_to_string(&environment).unwrap();
+    let line = text.lines().position(|l| l.contains("replicas: 4")).unwrap() + 1;
+    assert_eq!(field["at"]["file"], path(&environment));
+    assert_eq!(field["at"]["line"], line);
+    assert_eq!(document["specChanges"].as_array().map(Vec::len), Some(1), "{:#}", document["specChanges"]);
+
+    let (code, text, _) = diff(&sandbox, &spec, &repo, &[]);
+    assert_eq!(code, 1);
+    assert!(
+        text.contains("cause: TFRServer helpdesk changed")
+            && text.contains(&format!("spec.apiWorker.replicas (environment `prod`, {}:{line}:", path(&environment))),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_removed_server_is_listed_one_line_each_and_traced_to_its_removal() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = demo(&sandbox);
+    committed(&sandbox, &spec, &repo);
+    let servers = spec.join("servers.yaml");
+    let text = std::fs::read_to_string(&servers).unwrap();
+    let start = text.find("apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata:\n  name: robot2").unwrap();
+    let end = start + text[start..].find("---\n").unwrap() + 4;
+    std::fs::write(&servers, format!("{}{}", &text[..start], &text[end..])).unwrap();
+
+    let (code, text, stderr) = diff(&sandbox, &spec, &repo, &[]);
+    assert_eq!(code, 1, "{text}{stderr}");
+    assert!(text.contains("RISKY:") || !text.contains("removed Deployment acme-corp/robot2-api\n      ---"), "{text}");
+    let removed: Vec<&str> = text.lines().filter(|l| l.contains("- removed ")).collect();
+    assert!(removed.len() >= 4, "{text}");
+    assert!(!text.contains("-kind: Deployment"), "removed objects are not dumped: {text}");
+    let head = Repository::open(sandbox.path().join("specs")).unwrap().head().unwrap().target().unwrap().to_string();
+    assert!(text.contains(&format!("spec: demo TFRServer robot2 removed ({}:demo/servers.yaml:", &head[..12])), "{text}");
+    assert!(text.contains("cause: TFRServer robot2 removed"), "{text}");
+
+    // The cluster's routing table gathers every server: its cause is the removed server.
+    let document = json(&sandbox, &spec, &repo);
+    let routes = object(&document, "VirtualService", "tfrs-cluster");
+    assert_eq!(routes["causes"].as_array().map(Vec::len), Some(1), "{routes:#}");
+    assert_eq!(routes["causes"][0]["object"], "TFRServer robot2");
+    assert_eq!(routes["causes"][0]["change"], "removed");
+    assert!(routes["diff"].as_str().unwrap().contains("-  - name: robot2"), "{routes:#}");
+
+    let markdown = diff(&sandbox, &spec, &repo, &["--format", "markdown"]).1;
+    assert!(markdown.contains("- removed Deployment acme-corp/robot2-api"), "{markdown}");
+    assert!(!markdown.contains("-kind: Deployment"), "{markdown}");
+}
+
+#[test]
+fn a_config_change_rolls_its_workloads_with_checksums_folded_and_listed_in_json() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = demo(&sandbox);
+    committed(&sandbox, &spec, &repo);
+    edit(&spec.join("servers.yaml"), "OPENAI_BASE_URL: https://api.openai.com/v1", "OPENAI_BASE_URL: https://llm.example.com/v1");
+
+    let (_, text, _) = diff(&sandbox, &spec, &repo, &[]);
+    assert!(text.contains("rolls: demo Deployment acme-corp/robot1-api (config)"), "{text}");
+    assert!(!text.contains("checksum/config"), "checksums are folded into the rolls line: {text}");
+    assert!(text.contains("cause: TFRServer robot1 changed") && text.contains("spec.configData.OPENAI_BASE_URL (spec, "), "{text}");
+
+    let document = json(&sandbox, &spec, &repo);
+    let deployment = object(&document, "Deployment", "robot1-api");
+    assert_eq!(deployment["rolls"], serde_json::json!(["config"]));
+    assert_eq!(deployment["diff"], "", "only the folded checksum changed");
+    let fields = deployment["fields"].as_array().unwrap();
+    assert_eq!(fields.len(), 1);
+    assert_eq!(fields[0]["path"], "spec.template.metadata.annotations[\"checksum/config\"]");
+    let config = object(&document, "ConfigMap", "robot1-config");
+    assert_eq!(config["fields"][0]["after"], "https://llm.example.com/v1", "{config:#}");
+}
+
+#[test]
+fn markdown_parts_hold_every_object_each_within_one_comment() {
+    let sandbox = Sandbox::new();
+    let spec = demo(&sandbox);
+    let empty = sandbox.bare("empty.git");
+    let dir = sandbox.path().join("parts");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("part-99.md"), "a part of an earlier, longer report").unwrap();
+    let (code, stdout, stderr) = diff(&sandbox, &spec, &empty, &["--format", "markdown", "--parts", path(&dir)]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let listed: Vec<&str> = stdout.lines().collect();
+    let count = listed.len();
+    assert!(count > 1, "the demo's first render is more than one comment: {stdout}");
+    assert!(!dir.join("part-99.md").exists(), "stale parts are removed");
+    let mut details = 0;
+    for (index, part) in listed.iter().enumerate() {
+        assert_eq!(*part, path(&dir.join(format!("part-{}.md", index + 1))));
+        let text = std::fs::read_to_string(part).unwrap();
+        assert!(text.chars().count() <= 60_000, "part {index}: {} characters", text.chars().count());
+        assert!(text.starts_with(&format!("### tfrs diff against `main` (part {} of {count})\n", index + 1)), "{text}");
+        assert_eq!(text.matches("<details>").count(), text.matches("</details>").count(), "balanced: {text}");
+        details += text.matches("<details>\n<summary>added ").count();
+    }
+    let document = json(&sandbox, &spec, &empty);
+    let shown = document["objects"].as_array().unwrap().iter().filter(|o| !o["kind"].is_null()).count();
+    assert_eq!(details, shown, "every object is in exactly one part");
+
+    let whole = diff(&sandbox, &spec, &empty, &["--format", "markdown"]).1;
+    assert!(whole.chars().count() <= 60_500, "one comment");
+    assert!(whole.contains("more objects not shown (comment size limit); `tfrs diff --parts DIR`"), "{}", &whole[whole.len() - 300..]);
+}
+
+#[test]
+fn without_the_specs_commit_a_cause_names_the_spec_object() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = demo(&sandbox);
+    sandbox.commit(&spec, &repo, &[]);
+    edit(&spec.join("servers.yaml"), "apiWorker: { replicas: 1 }", "apiWorker: { replicas: 2 }");
+    let (code, text, stderr) = diff(&sandbox, &spec, &repo, &[]);
+    assert_eq!(code, 1, "{}", report(&sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo)])));
+    assert!(stderr.contains("does not record the specs' commit (`Tfrs-Source-Commit`): causes name the spec objects only"), "{stderr}");
+    assert!(text.contains(&format!("cause: from TFRServer robot2 ({}:", path(&spec.join("servers.yaml")))), "{text}");
+    assert!(!text.contains("\nspec: "), "no spec changes without the base's specs: {text}");
+}
+
+#[test]
+fn a_change_tfrs_made_on_its_own_names_the_tfrs_versions() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = demo(&sandbox);
+    committed(&sandbox, &spec, &repo);
+    // As if an older tfrs had rendered the base: another version trailer, another Service.
+    let repository = Repository::open(&repo).unwrap();
+    let tip = repository.find_reference("refs/heads/main").unwrap().peel_to_commit().unwrap();
+    let service = "clusters/demo/components/namespaces/acme-corp/redis/service-redis.yaml";
+    let entry = tip.tree().unwrap().get_path(Path::new(service)).unwrap();
+    let old = repository.find_blob(entry.id()).unwrap().content().to_vec();
+    let older = String::from_utf8(old).unwrap().replace("port: 6379", "port: 6380");
+    let blob = repository.blob(older.as_bytes()).unwrap();
+    let mut builder = git2::build::TreeUpdateBuilder::new();
+    builder.upsert(service, blob, git2::FileMode::Blob);
+    let tree = repository.find_tree(builder.create_updated(&repository, &tip.tree().unwrap()).unwrap()).unwrap();
+    let message = tip.message().unwrap();
+    let at = message.find("Tfrs-Version: ").unwrap();
+    let end = at + message[at..].find('\n').unwrap_or(message.len() - at);
+    let message = format!("{}Tfrs-Version: 0.0.1 (commit 000000000000, catalog sha256:000000000000){}", &message[..at], &message[end..]);
+    let signature = Signature::now("CI Bot", "ci@example.com").unwrap();
+    repository.commit(Some("refs/heads/main"), &signature, &signature, &message, &tree, &[&tip]).unwrap();
+
+    let (code, text, stderr) = diff(&sandbox, &spec, &repo, &[]);
+    assert_eq!(code, 1, "{text}{stderr}");
+    assert!(text.contains("tfrs: 0.0.1 (commit 000000000000, catalog sha256:000000000000) -> "), "{text}");
+    assert!(text.contains("cause: TFRTenant acme ("), "{text}");
+    assert!(text.contains("is unchanged; tfrs changed: 0.0.1"), "{text}");
+    assert!(!text.contains("\nspec: "), "no spec object changed: {text}");
+}
