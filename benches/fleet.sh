@@ -18,24 +18,18 @@ CLUSTERS=${CLUSTERS:-10}
 TENANTS=${TENANTS:-20}
 SERVERS=${SERVERS:-200}
 RUNS=${RUNS:-3}
-TARGET=${CARGO_TARGET_DIR:-target}
-TFRS=$(realpath "${TFRS:-$TARGET/release/tfrs}")
-GEN=$(realpath "${GEN:-$TARGET/release/examples/gen-scale}")
+# now, timed, median, ratio, render, machine; TFRS and GEN
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 W=$(realpath -m "${1:-${TMPDIR:-/tmp}/tfrs-fleet}")
 rm -rf "$W" && mkdir -p "$W"
 export TFRS_CACHE_DIR="$W/cache"
 
-now() { date +%s.%N; }
-timed() { local t0 t1; t0=$(now); "$@" >"$W/last.log" 2>&1; t1=$(now); echo "$t1 - $t0" | bc -l; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "%.3f", m}'; }
-ratio() { echo "scale=3; $1 / $2" | bc -l | sed 's/^\./0./'; }
 sum() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.3f", s}'; }
-render() { "$TFRS" render "$1" --master-key-file "$1/keys/master.key" --out "$2" "${@:3}"; }
 last=$((CLUSTERS - 1))
 changed=$((CLUSTERS / 2))
 name() { printf 'fleet%02d' "$1"; }
 
-echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
+machine
 echo "# fleet: $CLUSTERS clusters x ($TENANTS tenants, $SERVERS servers); medians of $RUNS runs; tfrs: $TFRS"
 "$GEN" --clusters "$CLUSTERS" --tenants "$TENANTS" --servers "$SERVERS" --out "$W/spec" >/dev/null
 "$GEN" --clusters "$CLUSTERS" --tenants "$TENANTS" --servers "$SERVERS" --change-environment "$changed" --out "$W/changed" >/dev/null

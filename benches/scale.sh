@@ -17,9 +17,8 @@ SERVERS=${SERVERS:-2000}
 RUNS=${RUNS:-3}
 GROWTH=${GROWTH-500 2000 8000}
 KUSTOMIZE=${KUSTOMIZE:-1}
-TARGET=${CARGO_TARGET_DIR:-target}
-TFRS=$(realpath "${TFRS:-$TARGET/release/tfrs}")
-GEN=$(realpath "${GEN:-$TARGET/release/examples/gen-scale}")
+# now, timed, median, ratio, render, machine; TFRS and GEN
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 W=$(realpath -m "${1:-${TMPDIR:-/tmp}/tfrs-scale}")
 rm -rf "$W" && mkdir -p "$W"
 # The render memo (docs/render.md) of each output directory lives here; cold renders start
@@ -27,14 +26,7 @@ rm -rf "$W" && mkdir -p "$W"
 export TFRS_CACHE_DIR="$W/cache"
 export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@localhost GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@localhost
 
-now() { date +%s.%N; }
-# seconds taken by "$@" (stdout and stderr to $W/last.log)
-timed() { local t0 t1; t0=$(now); "$@" >"$W/last.log" 2>&1; t1=$(now); echo "$t1 - $t0" | bc -l; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "%.3f", m}'; }
-ratio() { echo "scale=3; $1 / $2" | bc -l | sed 's/^\./0./'; }
-render() { "$TFRS" render "$1" --master-key-file "$1/keys/master.key" --out "$2" "${@:3}"; }
-
-echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
+machine
 echo "# platform: $TENANTS tenants, $SERVERS servers; medians of $RUNS runs; tfrs: $TFRS"
 "$GEN" --tenants "$TENANTS" --servers "$SERVERS" --out "$W/spec" >/dev/null
 

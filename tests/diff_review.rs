@@ -79,7 +79,7 @@ fn an_environment_change_is_traced_to_its_layer_and_touches_only_its_cluster() {
     assert_eq!(code, 1);
     assert!(
         text.contains("cause: TFRServer helpdesk changed")
-            && text.contains(&format!("spec.apiWorker.replicas (environment `prod`, {}:{line}:", path(&environment))),
+            && text.contains(&format!("spec.apiWorker.replicas from environment `prod` at {}:{line}:", path(&environment))),
         "{text}"
     );
 }
@@ -130,7 +130,7 @@ fn a_config_change_rolls_its_workloads_with_checksums_folded_and_listed_in_json(
     let (_, text, _) = diff(&sandbox, &spec, &repo, &[]);
     assert!(text.contains("rolls: demo Deployment acme-corp/robot1-api (config)"), "{text}");
     assert!(!text.contains("checksum/config"), "checksums are folded into the rolls line: {text}");
-    assert!(text.contains("cause: TFRServer robot1 changed") && text.contains("spec.configData.OPENAI_BASE_URL (spec, "), "{text}");
+    assert!(text.contains("cause: TFRServer robot1 changed") && text.contains("spec.configData.OPENAI_BASE_URL at "), "{text}");
 
     let document = json(&sandbox, &spec, &repo);
     let deployment = object(&document, "Deployment", "robot1-api");

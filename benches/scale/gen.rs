@@ -6,6 +6,8 @@
 //! ```
 //!
 //! `--change J` gives server `J` a different `configData` (for the one-server-changed run).
+//! `--image-tag TAG` sets every server's image tag to `TAG` (each server has its own otherwise):
+//! a change of every server at once, as an image bump of the whole platform is.
 //!
 //! `--clusters K` writes a fleet instead: K clusters (`fleet00`, …), each naming its own
 //! environment, with the tenants and servers declared once and placed in every cluster (so each
@@ -23,6 +25,7 @@ fn main() -> ExitCode {
     let mut changed = None;
     let mut clusters = None;
     let mut changed_environment = None;
+    let mut image_tag = None;
     let mut out = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -34,20 +37,17 @@ fn main() -> ExitCode {
             ("--change", Some(n)) => changed = Some(n),
             ("--clusters", Some(n)) if n >= 1 => clusters = Some(n),
             ("--change-environment", Some(n)) => changed_environment = Some(n),
+            ("--image-tag", _) if value.as_deref().is_some_and(|v| !v.is_empty()) => image_tag = value,
             ("--out", _) if value.is_some() => out = value.map(PathBuf::from),
-            _ => {
-                eprintln!("usage: gen-scale [--tenants N] [--servers M] [--change J] [--clusters K [--change-environment K]] --out DIR");
-                return ExitCode::from(2);
-            }
+            _ => return usage(),
         }
     }
-    let Some(out) = out else {
-        eprintln!("usage: gen-scale [--tenants N] [--servers M] [--change J] [--clusters K [--change-environment K]] --out DIR");
-        return ExitCode::from(2);
-    };
+    let Some(out) = out else { return usage() };
     let written = match clusters {
+        // NB: the fleet has no image bump: its servers keep their own tags.
+        Some(_) if image_tag.is_some() => return usage(),
         Some(clusters) => platform::write_fleet(&out, clusters, tenants, servers, changed_environment),
-        None => platform::write(&out, tenants, servers, changed),
+        None => platform::write(&out, tenants, servers, changed, image_tag.as_deref()),
     };
     match written {
         Ok(()) => {
@@ -60,4 +60,11 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn usage() -> ExitCode {
+    eprintln!(
+        "usage: gen-scale [--tenants N] [--servers M] [--change J] [--image-tag TAG | --clusters K [--change-environment K]] --out DIR"
+    );
+    ExitCode::from(2)
 }

@@ -155,15 +155,17 @@ pub fn placed_tenants(tenants: usize, placement: &str) -> String {
 }
 
 /// One server spec (the `j`-th), without the leading `---`. `revision` changes its
-/// `configData` (the one-server-changed measurement).
+/// `configData` (the one-server-changed measurement); `image_tag`, when given, replaces its own
+/// image tag (the whole-platform image bump).
 #[must_use]
-pub fn server(tenants: usize, j: usize, revision: usize) -> String {
+pub fn server(tenants: usize, j: usize, revision: usize, image_tag: Option<&str>) -> String {
     let name = server_name(j);
     let tenant = tenant_name(tenants, j % tenants.max(1));
     let mut out = String::new();
     let _ =
         writeln!(out, "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata:\n  name: {name}\nspec:\n  tenant: {tenant}");
-    let _ = writeln!(out, "  image: {{ repository: docker.cnb.cool/turingfocus/tfrobot, tag: v1.{}.{} }}", 6 + j % 3, j % 5);
+    let tag = image_tag.map_or_else(|| format!("v1.{}.{}", 6 + j % 3, j % 5), str::to_owned);
+    let _ = writeln!(out, "  image: {{ repository: docker.cnb.cool/turingfocus/tfrobot, tag: {tag} }}");
     let _ = writeln!(
         out,
         "  apiWorker:\n    replicas: {}\n    port: 8000\n    resources: {{ requests: {{ cpu: 250m, memory: 512Mi }}, limits: {{ memory: 1Gi }} }}",
@@ -194,25 +196,33 @@ pub fn server(tenants: usize, j: usize, revision: usize) -> String {
 /// carries revision 1 (`None`: every server at revision 0).
 #[must_use]
 pub fn servers(tenants: usize, servers: usize, changed: Option<usize>) -> String {
+    tagged_servers(tenants, servers, changed, None)
+}
+
+/// As [`servers`], with every server's image tag set to `image_tag` when given (`None`: each
+/// server keeps its own tag, as in [`servers`]).
+#[must_use]
+pub fn tagged_servers(tenants: usize, servers: usize, changed: Option<usize>, image_tag: Option<&str>) -> String {
     let mut out = String::from("# Scale platform servers (generated): do not edit.\n");
     for j in 0..servers {
         out.push_str("---\n");
-        out.push_str(&server(tenants, j, usize::from(changed == Some(j))));
+        out.push_str(&server(tenants, j, usize::from(changed == Some(j)), image_tag));
     }
     out
 }
 
 /// Writes the platform into `dir`: `cluster.yaml`, `tenants.yaml`, `servers.yaml`,
-/// `keys/sealed-secrets.pem` and `keys/master.key`.
+/// `keys/sealed-secrets.pem` and `keys/master.key`. `changed` and `image_tag` are those of
+/// [`tagged_servers`].
 ///
 /// # Errors
 ///
 /// I/O errors.
-pub fn write(dir: &Path, tenant_count: usize, server_count: usize, changed: Option<usize>) -> std::io::Result<()> {
+pub fn write(dir: &Path, tenant_count: usize, server_count: usize, changed: Option<usize>, image_tag: Option<&str>) -> std::io::Result<()> {
     std::fs::create_dir_all(dir.join("keys"))?;
     std::fs::write(dir.join("cluster.yaml"), cluster())?;
     std::fs::write(dir.join("tenants.yaml"), tenants(tenant_count))?;
-    std::fs::write(dir.join("servers.yaml"), servers(tenant_count, server_count, changed))?;
+    std::fs::write(dir.join("servers.yaml"), tagged_servers(tenant_count, server_count, changed, image_tag))?;
     std::fs::write(dir.join("keys/sealed-secrets.pem"), CERT_PEM)?;
     std::fs::write(dir.join("keys/master.key"), MASTER_KEY)?;
     Ok(())

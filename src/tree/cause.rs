@@ -172,15 +172,37 @@ pub fn trace(entries: &[Entry], new: &Side<'_>, old: Option<&Side<'_>>) -> Cause
     Causes { entries: per_entry, spec: changed.into_iter().map(|(_, cause)| cause).collect() }
 }
 
-/// The cause with only the fields of the component's own section, when it has any: a change of
+/// The cause with only the fields of the component's own sections, when it has any: a change of
 /// `spec.certManager.version` explains `cluster/cert-manager`, not `cluster/image-registry`,
 /// though both belong to the cluster. With none, every changed field stays.
 fn relevant(cause: &Cause, component: &str) -> Cause {
     let mut cause = cause.clone();
     let last = component.rsplit('/').next().unwrap_or(component);
+    let sections = sections(last);
+    let within =
+        |field: &str, section: &str| field == section || field.strip_prefix(section).is_some_and(|rest| rest.starts_with(['.', '[']));
+    let own = |f: &SpecField| sections.iter().any(|section| within(&f.field, section));
+    if cause.fields.iter().any(own) {
+        cause.fields.retain(own);
+        cause.more_fields = 0;
+    }
+    cause
+}
+
+/// The spec sections a component (the last part of its path) is rendered from: the section of
+/// its own name in camelCase (`cert-manager`: `spec.certManager`), and for a server's
+/// components whose name is not a section, the sections they are made of.
+fn sections(component: &str) -> Vec<String> {
+    let named: &[&str] = match component {
+        "config" => &["spec.configData", "spec.secretData", "spec.confzData", "spec.confzCredentialOverrides"],
+        "db-init" => &["spec.jobs.dbInit"],
+        "minio-init" => &["spec.jobs.minioInit"],
+        "grafana-sa" => &["spec.jobs.grafanaServiceAccount"],
+        _ => &[],
+    };
     let mut section = String::from("spec.");
     let mut upper = false;
-    for c in last.chars() {
+    for c in component.chars() {
         match c {
             '-' => upper = true,
             c if upper => {
@@ -190,12 +212,7 @@ fn relevant(cause: &Cause, component: &str) -> Cause {
             c => section.push(c),
         }
     }
-    let own = |f: &SpecField| f.field == section || f.field.strip_prefix(&section).is_some_and(|rest| rest.starts_with(['.', '[']));
-    if cause.fields.iter().any(own) {
-        cause.fields.retain(own);
-        cause.more_fields = 0;
-    }
-    cause
+    std::iter::once(section).chain(named.iter().map(|s| (*s).to_owned())).collect()
 }
 
 /// Every object's key, with its position in its kind's list.
@@ -336,20 +353,27 @@ pub fn line(cause: &Cause, version: Option<&str>) -> String {
         (change, _) => format!("{} {change}{at}", cause.object),
     };
     if !cause.fields.is_empty() {
-        let fields: Vec<String> = cause
-            .fields
-            .iter()
-            .map(|f| match &f.at {
-                Some(at) => format!("{} ({}, {at})", f.field, f.layer),
-                None => format!("{} ({})", f.field, f.layer),
-            })
-            .collect();
+        let fields: Vec<String> = cause.fields.iter().map(field_line).collect();
         text.push_str(&format!(": {}", fields.join(", ")));
         if cause.more_fields > 0 {
             text.push_str(&format!(" and {} more", cause.more_fields));
         }
     }
     text
+}
+
+/// `spec.image.tag at servers.yaml:8:66`; a layer other than the spec itself is named
+/// (`spec.replicas from overlay `prod` at …`, `… from built-in default`), and a field no layer
+/// sets any more says where it was.
+fn field_line(f: &SpecField) -> String {
+    match (f.layer.as_str(), &f.at) {
+        ("spec", Some(at)) => format!("{} at {at}", f.field),
+        ("spec", None) => f.field.clone(),
+        ("removed", Some(at)) => format!("{} removed (was at {at})", f.field),
+        ("removed", None) => format!("{} removed", f.field),
+        (layer, Some(at)) => format!("{} from {layer} at {at}", f.field),
+        (layer, None) => format!("{} from {layer}", f.field),
+    }
 }
 
 #[cfg(test)]
@@ -382,5 +406,22 @@ mod tests {
         assert_eq!(fields("cluster/cert-manager"), ["spec.certManager.version"]);
         assert_eq!(fields("cluster/image-registry"), ["spec.imageRegistry.server"]);
         assert_eq!(fields("cluster/gateway").len(), 3, "no field of its own: every field stays");
+    }
+
+    #[test]
+    fn a_server_config_component_keeps_its_data_sections() {
+        let field = |name: &str| SpecField { field: name.to_owned(), layer: "spec".to_owned(), at: None };
+        let cause = Cause {
+            object: "TFRServer s".to_owned(),
+            cluster: "c".to_owned(),
+            change: "changed",
+            at: None,
+            fields: vec![field("spec.image.tag"), field("spec.configData.A"), field("spec.jobs.dbInit")],
+            more_fields: 0,
+        };
+        let fields = |component| relevant(&cause, component).fields.into_iter().map(|f| f.field).collect::<Vec<_>>();
+        assert_eq!(fields("namespaces/t/servers/s/config"), ["spec.configData.A"]);
+        assert_eq!(fields("namespaces/t/servers/s/db-init"), ["spec.jobs.dbInit"]);
+        assert_eq!(fields("namespaces/t/servers/s/api-worker").len(), 3, "the image is not a section of its own");
     }
 }
