@@ -144,6 +144,31 @@ fn a_config_change_rolls_its_workloads_with_checksums_folded_and_listed_in_json(
 }
 
 #[test]
+fn a_server_and_its_tenant_changed_together_are_both_causes_of_what_embeds_both() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = demo(&sandbox);
+    committed(&sandbox, &spec, &repo);
+    // robot1's image, and the TimescaleDB password of its tenant (which every confz embeds).
+    let servers = spec.join("servers.yaml");
+    let text = std::fs::read_to_string(&servers).unwrap();
+    std::fs::write(&servers, text.replacen("tag: v1.8.0", "tag: v1.9.0", 1)).unwrap();
+    edit(&spec.join("tenants.yaml"), "rotation: 1 }", "rotation: 2 }");
+
+    let document = json(&sandbox, &spec, &repo);
+    let objects =
+        |confz: &Value| confz["causes"].as_array().unwrap().iter().map(|c| c["object"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    let robot1 = object(&document, "SealedSecret", "robot1-confz");
+    assert_eq!(objects(robot1), ["TFRServer robot1", "TFRTenant acme"], "nearest first: {robot1:#}");
+    let robot2 = object(&document, "SealedSecret", "robot2-confz");
+    assert_eq!(objects(robot2), ["TFRTenant acme"], "{robot2:#}");
+    let tenant = &robot2["causes"][0]["fields"][0];
+    assert_eq!(tenant["field"], "spec.timescaledb.password.generate.rotation", "{robot2:#}");
+    let credentials = object(&document, "SealedSecret", "acme-corp-ts-credentials");
+    assert_eq!(objects(credentials), ["TFRTenant acme"], "a tenant's own object: {credentials:#}");
+}
+
+#[test]
 fn markdown_parts_hold_every_object_each_within_one_comment() {
     let sandbox = Sandbox::new();
     let spec = demo(&sandbox);

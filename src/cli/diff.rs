@@ -101,8 +101,8 @@ fn json_report(report: &Report<'_>, commit: Option<git2::Oid>) -> String {
         .enumerate()
         .map(|(index, entry)| {
             let mut object = serde_json::to_value(entry).unwrap_or_default();
-            let roll = report.review.rolls.iter().find(|r| r.entry == index).map(|r| &r.reasons);
-            let risks: Vec<&str> = report.review.risks.iter().filter(|r| r.entry == index).map(|r| r.reason.as_str()).collect();
+            let roll = report.roll(index);
+            let risks: Vec<&str> = report.risks(index).collect();
             if let Some(map) = object.as_object_mut() {
                 map.insert("rolls".to_owned(), json!(roll));
                 map.insert("risks".to_owned(), json!(risks));

@@ -20,14 +20,25 @@ pub(crate) struct Report<'a> {
 }
 
 impl Report<'_> {
-    /// The risks, roll reasons and causes of entry `index`, one line each.
-    pub(crate) fn notes(&self, index: usize) -> Vec<String> {
+    /// The risks of entry `index`.
+    pub(crate) fn risks(&self, index: usize) -> impl Iterator<Item = &str> {
         // NB: the review lists rolls and risks in entry order.
         let risks = &self.review.risks;
         let first = risks.partition_point(|r| r.entry < index);
-        let mut out: Vec<String> = risks[first..].iter().take_while(|r| r.entry == index).map(|r| format!("RISKY: {}", r.reason)).collect();
-        if let Ok(roll) = self.review.rolls.binary_search_by_key(&index, |r| r.entry) {
-            out.push(format!("rolls: {}", self.review.rolls[roll].reasons.join("; ")));
+        risks[first..].iter().take_while(move |r| r.entry == index).map(|r| r.reason.as_str())
+    }
+
+    /// Why entry `index` rolls, if it does.
+    pub(crate) fn roll(&self, index: usize) -> Option<&[String]> {
+        let rolls = &self.review.rolls;
+        rolls.binary_search_by_key(&index, |r| r.entry).ok().map(|i| rolls[i].reasons.as_slice())
+    }
+
+    /// The risks, roll reasons and causes of entry `index`, one line each.
+    pub(crate) fn notes(&self, index: usize) -> Vec<String> {
+        let mut out: Vec<String> = self.risks(index).map(|r| format!("RISKY: {r}")).collect();
+        if let Some(reasons) = self.roll(index) {
+            out.push(format!("rolls: {}", reasons.join("; ")));
         }
         const SHOWN: usize = 5;
         let causes = self.causes.entries.get(index).map_or(&[][..], Vec::as_slice);

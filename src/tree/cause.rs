@@ -58,6 +58,7 @@ pub struct SpecField {
 
 /// A spec object behind a rendered change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Cause {
     /// `TFRServer robot1`.
     pub object: String,
@@ -119,8 +120,8 @@ type Key = (Kind, String, String);
 /// What changed in the specs, and why each rendered object changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Causes {
-    /// Per entry (index-aligned with the diff's entries), the spec objects behind it: the
-    /// nearest that changed; for an object that gathers a whole cluster or namespace (a
+    /// Per entry (index-aligned with the diff's entries), the spec objects behind it: those of
+    /// its own chain (server, tenant, cluster) that changed, nearest first; for an object that gathers a whole cluster or namespace (a
     /// gateway certificate, a routing table, the plan) whose own spec object did not change,
     /// every changed object below it; else its own spec object, unchanged (or unknown).
     pub entries: Vec<Vec<Cause>>,
@@ -150,10 +151,12 @@ pub fn trace(entries: &[Entry], new: &Side<'_>, old: Option<&Side<'_>>) -> Cause
         .iter()
         .map(|entry| {
             let chain = owners(&entry.cluster, &entry.component, new, old);
-            // NB: the nearest spec object that changed explains the object; one further up may
-            // have changed too, and is said on its own objects.
-            if let Some(cause) = chain.iter().find_map(|key| by_key.get(key)) {
-                return vec![relevant(cause, &entry.component)];
+            // NB: every spec object of the chain that changed is a cause, nearest first: a
+            // server's confz embeds its tenant's passwords, so a server whose image changed may
+            // still have changed here because of its tenant.
+            let own: Vec<Cause> = chain.iter().filter_map(|key| by_key.get(key)).map(|cause| relevant(cause, &entry.component)).collect();
+            if !own.is_empty() {
+                return own;
             }
             let Some(first) = chain.first() else { return Vec::new() };
             let below: Vec<Cause> = match first.0 {
