@@ -198,6 +198,10 @@ fn markdown_parts_hold_every_object_each_within_one_comment() {
     let whole = diff(&sandbox, &spec, &empty, &["--format", "markdown"]).1;
     assert!(whole.chars().count() <= 60_500, "one comment");
     assert!(whole.contains("more objects not shown (comment size limit); `tfrs diff --parts DIR`"), "{}", &whole[whole.len() - 300..]);
+
+    let (code, stdout, stderr) = diff(&sandbox, &spec, &empty, &["--parts", path(&dir)]);
+    assert_eq!(code, 2, "--parts is for markdown only: {stdout}{stderr}");
+    assert!(stderr.contains("use it with `--format markdown`"), "{stderr}");
 }
 
 #[test]

@@ -14,6 +14,9 @@ use std::io::Write;
 
 /// Runs `tfrs diff`; `colour` is for the text format.
 pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::Result<Status> {
+    if args.parts.is_some() && args.format != DiffFormat::Markdown {
+        anyhow::bail!("`--parts` writes the markdown report in parts: use it with `--format markdown`");
+    }
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Error);
     };

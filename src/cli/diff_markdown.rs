@@ -205,7 +205,8 @@ fn markdown_list(entries: &[Indexed<'_>]) -> String {
 /// One object's collapsed `<details>`: its risks, rolls and causes, its sealed values, then its
 /// unified diff.
 fn markdown_details(report: &Report<'_>, index: usize, entry: &Entry) -> String {
-    let risky = if report.notes(index).iter().any(|n| n.starts_with("RISKY")) { "**RISKY** " } else { "" };
+    // NB: markdown is not read inside an HTML block's `<summary>`: bold is `<b>`.
+    let risky = if report.risks(index).next().is_some() { "<b>RISKY</b> " } else { "" };
     let mut details = format!(
         "<details>\n<summary>{risky}{} <code>{}</code> ({} <code>{}</code>)</summary>\n\n",
         entry.change,
