@@ -169,6 +169,41 @@ fn a_server_and_its_tenant_changed_together_are_both_causes_of_what_embeds_both(
 }
 
 #[test]
+fn a_new_certificate_reseals_every_value_and_rotates_none() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = demo(&sandbox);
+    committed(&sandbox, &spec, &repo);
+    let message = |repo: &Path| {
+        let repo = Repository::open(repo).unwrap();
+        repo.head().unwrap().peel_to_commit().unwrap().message().unwrap().to_owned()
+    };
+    assert!(message(&repo).contains("\nTfrs-Sealer: demo sealed-secrets "), "{}", message(&repo));
+    // Another (DEV ONLY) certificate: every value is sealed anew, none changes.
+    std::fs::copy(common::root().join("fixtures/keys-test/rsa-1024.pem"), spec.join("keys/sealed-secrets.pem")).unwrap();
+
+    let (code, text, stderr) = diff(&sandbox, &spec, &repo, &["--fail-on", "risky"]);
+    assert_eq!(code, 0, "a reseal is not risky: {text}{stderr}");
+    assert!(text.contains("secrets resealed: SealedSecret "), "{text}");
+    assert!(!text.contains("secrets rotated") && !text.contains("<sealed: changed>"), "nothing rotated: {text}");
+    let document = json(&sandbox, &spec, &repo);
+    let sealed: Vec<&Value> = document["objects"].as_array().unwrap().iter().flat_map(|o| o["sealed"].as_array().unwrap()).collect();
+    assert!(sealed.len() > 20 && sealed.iter().all(|s| s["change"] == "resealed"), "{sealed:?}");
+    assert_eq!(document["totals"]["secrets"], 0, "a resealed value is not a changed one");
+
+    sandbox.commit(&spec, &repo, &[]);
+    let body = message(&repo);
+    assert!(body.contains("resealed") && !body.contains("rotated"), "{body}");
+
+    // A value that does change under the new certificate is still `changed`.
+    edit(&spec.join("tenants.yaml"), "rotation: 1 }", "rotation: 2 }");
+    std::fs::copy(common::root().join("fixtures/demo/keys/sealed-secrets.pem"), spec.join("keys/sealed-secrets.pem")).unwrap();
+    let (_, text, _) = diff(&sandbox, &spec, &repo, &[]);
+    assert!(text.contains("secrets rotated: SealedSecret acme-corp/robot1-confz config.toml"), "{text}");
+    assert!(text.contains("secrets resealed: "), "{text}");
+}
+
+#[test]
 fn markdown_parts_hold_every_object_each_within_one_comment() {
     let sandbox = Sandbox::new();
     let spec = demo(&sandbox);

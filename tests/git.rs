@@ -514,7 +514,8 @@ fn commits_carry_their_provenance_and_log_reads_it_back() {
     assert_eq!(trailers[0], format!("Tfrs-Source-Commit: {head}"), "{message}");
     assert_eq!(trailers[1], "Tfrs-Source-Dirty: false");
     assert!(trailers[2].starts_with("Tfrs-Version: 0.1.0 (commit "), "{message}");
-    assert_eq!(trailers[3], "Tfrs-Clusters: alpha");
+    assert!(trailers[3].starts_with("Tfrs-Sealer: alpha sops-age age1"), "{message}");
+    assert_eq!(trailers[4], "Tfrs-Clusters: alpha");
     // Provenance alone never makes a commit: a comment changes no rendered file.
     let file = spec.join("spec.yaml");
     std::fs::write(&file, format!("# a comment\n{}", std::fs::read_to_string(&file).expect("read"))).expect("write");

@@ -5,6 +5,7 @@
 
 use crate::git::provenance::{self, SOURCE_COMMIT, VERSION};
 use crate::spec::{Bundle, Spec};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The base's specs, when they could be read, and the tfrs that rendered it.
@@ -16,32 +17,36 @@ pub(crate) struct Base {
     pub version: Option<String>,
     /// Why the specs could not be read, for the report.
     pub note: Option<String>,
+    /// Per cluster, how the base's Secrets were sealed (backend, identity), from its
+    /// `Tfrs-Sealer` trailers.
+    pub sealers: BTreeMap<String, (String, String)>,
 }
 
 /// Reads the base of a diff: `commit` is the target branch's tip (`None` when the branch does
 /// not exist yet: every spec object is then new).
 pub(crate) fn read(commit: Option<&git2::Commit<'_>>, inputs: &[PathBuf], overlays: &[String]) -> Base {
     let Some(commit) = commit else {
-        return Base { specs: Some((Spec::default(), Bundle::default())), version: None, note: None };
+        return Base { specs: Some((Spec::default(), Bundle::default())), version: None, note: None, sealers: BTreeMap::new() };
     };
     let trailers = provenance::read(commit.message().unwrap_or_default());
     let trailer = |key: &str| trailers.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone());
     let now = super::version::line();
     let version = trailer(VERSION).filter(|old| *old != now).map(|old| format!("{old} -> {now}"));
     let short = &commit.id().to_string()[..12];
+    let sealers = provenance::sealers(&trailers);
     let Some(source) = trailer(SOURCE_COMMIT) else {
         let note =
             format!("the base commit {short} does not record the specs' commit (`{SOURCE_COMMIT}`): causes name the spec objects only");
-        return Base { specs: None, version, note: Some(note) };
+        return Base { specs: None, version, note: Some(note), sealers };
     };
     match specs_at(inputs, overlays, &source) {
-        Ok(specs) => Base { specs: Some(specs), version, note: None },
+        Ok(specs) => Base { specs: Some(specs), version, note: None, sealers },
         Err(why) => {
             let note = format!(
                 "cannot read the specs of the base (commit {}): {why}; causes name the spec objects only",
                 &source[..12.min(source.len())]
             );
-            Base { specs: None, version, note: Some(note) }
+            Base { specs: None, version, note: Some(note), sealers }
         }
     }
 }

@@ -31,13 +31,14 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         None => crate::git::default_branch(&repo, is_url)?,
     };
     let source = crate::git::provenance::source(&args.inputs);
-    let trailers = crate::git::provenance::trailers(source.as_ref(), &super::version::line());
-    let options =
-        CommitOptions { branch: branch.clone(), message: args.message.clone(), author, push: push.clone(), attempts: ATTEMPTS, trailers };
     // The tree is built once; each attempt only seals it against the branch as it then is.
     let Some(mut tree) = build(&spec, &bundle, &args.settings)? else {
         return Ok(Status::Failure);
     };
+    let mut trailers = crate::git::provenance::trailers(source.as_ref(), &super::version::line());
+    trailers.extend(crate::git::provenance::sealer_trailers(&tree.sealers()));
+    let options =
+        CommitOptions { branch: branch.clone(), message: args.message.clone(), author, push: push.clone(), attempts: ATTEMPTS, trailers };
     let outcome = commit(&repo, &options, &mut tree, &mut crate::source::inputs::system_rng())
         .with_context(|| format!("cannot commit to `{branch}` in `{}`", args.repo))?;
     let remote = push.map(|p| p.remote).unwrap_or_default();

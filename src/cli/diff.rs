@@ -43,9 +43,12 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
             old.extend(read_files(&repo, tree, &dir)?);
         }
     }
-    let found = diff(&old, files);
-    let review = crate::tree::review::review(&old, files, &found);
+    let mut found = diff(&old, files);
     let base = if found.is_empty() { None } else { Some(super::base::read(commit.as_ref(), &args.inputs, &args.settings.overlays)) };
+    if let Some(base) = &base {
+        found.mark_resealed(&rendered.resealed(&base.sealers, &previous));
+    }
+    let review = crate::tree::review::review(&old, files, &found);
     if let Some(note) = base.as_ref().and_then(|b| b.note.as_ref()) {
         eprintln!("note: {note}");
     }

@@ -497,7 +497,11 @@ fn prepare<R: CryptoRng + ?Sized>(
         return Ok(Prepared { tip: base, diff: None });
     }
     let (old, new) = changed_files(repo, base_tree.as_ref(), files, &built.ids).map_err(read)?;
-    let diff = diff::changes(&old, &new);
+    let mut diff = diff::changes(&old, &new);
+    if let Some(commit) = base.and_then(|oid| repo.find_commit(oid).ok()) {
+        let old_sealers = super::provenance::sealers(&super::provenance::read(commit.message().unwrap_or_default()));
+        diff.mark_resealed(&tree.resealed(&old_sealers, &previous));
+    }
     let signature = Signature::now(&options.author.name, &options.author.email).map_err(Error::Write)?;
     let commit = commit_object(built.root, base, &signature, &message(options, files, &diff)).map_err(Error::Write)?;
     let oid = commit.id;

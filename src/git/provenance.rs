@@ -7,6 +7,7 @@
 //! Tfrs-Source-Dirty: false              whether the inputs had uncommitted changes
 //! Tfrs-Version: 0.1.0 (commit …, catalog sha256:…)
 //! Tfrs-Clusters: dev, prod
+//! Tfrs-Sealer: dev sealed-secrets 5c1f…   how each cluster's Secrets were sealed
 //! ```
 
 use git2::{Repository, StatusOptions};
@@ -20,6 +21,11 @@ pub const SOURCE_DIRTY: &str = "Tfrs-Source-Dirty";
 pub const VERSION: &str = "Tfrs-Version";
 /// The trailer naming the clusters the commit holds renders of.
 pub const CLUSTERS: &str = "Tfrs-Clusters";
+/// The trailer saying how one cluster's Secrets were sealed, one per cluster:
+/// `<cluster> <backend> <identity>` (the certificate's fingerprint, or the age recipients
+/// separated by spaces). A later diff tells a value resealed for a new certificate or new
+/// recipients from a value that changed.
+pub const SEALER: &str = "Tfrs-Sealer";
 
 /// The specs' Git state: the commit their work tree is at, and whether any input has
 /// uncommitted changes (modified, staged, new or deleted files under an input).
@@ -141,10 +147,58 @@ pub fn trailers(source: Option<&Source>, version: &str) -> Vec<(String, String)>
     out
 }
 
+/// The [`SEALER`] trailers of `sealers` (cluster, backend, identity), one per cluster.
+#[must_use]
+pub fn sealer_trailers(sealers: &[(String, &str, String)]) -> Vec<(String, String)> {
+    sealers
+        .iter()
+        .map(|(cluster, backend, identity)| {
+            let identity: Vec<&str> = identity.split_whitespace().collect();
+            (SEALER.to_owned(), format!("{cluster} {backend} {}", identity.join(" ")))
+        })
+        .collect()
+}
+
+/// Per cluster, the backend and sealer identity its [`SEALER`] trailer records (the identity
+/// as [`crate::secrets::seal::sealer_identity`] writes it: recipients one per line).
+#[must_use]
+pub fn sealers(trailers: &[(String, String)]) -> std::collections::BTreeMap<String, (String, String)> {
+    trailers
+        .iter()
+        .filter(|(key, _)| key == SEALER)
+        .filter_map(|(_, value)| {
+            let mut words = value.split_whitespace();
+            let (cluster, backend) = (words.next()?, words.next()?);
+            let identity: Vec<&str> = words.collect();
+            (!identity.is_empty()).then(|| (cluster.to_owned(), (backend.to_owned(), identity.join("\n"))))
+        })
+        .collect()
+}
+
 /// The trailers of a commit message, in order (git's own trailer parser).
 #[must_use]
 pub fn read(message: &str) -> Vec<(String, String)> {
     git2::message_trailers_strs(message)
         .map(|trailers| trailers.iter().map(|(key, value)| (key.to_owned(), value.to_owned())).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealer_trailers_read_back_as_written_recipients_included() {
+        let written = vec![
+            ("dev".to_owned(), "sops-age", "age1aaa\nage1bbb".to_owned()),
+            ("prod".to_owned(), "sealed-secrets", "4c1c6567".to_owned()),
+        ];
+        let trailers = sealer_trailers(&written);
+        assert_eq!(trailers[0], (SEALER.to_owned(), "dev sops-age age1aaa age1bbb".to_owned()));
+        let message = format!("subject\n\nbody\n\n{}\n", trailers.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n"));
+        let read = super::sealers(&super::read(&message));
+        assert_eq!(read["dev"], ("sops-age".to_owned(), "age1aaa\nage1bbb".to_owned()));
+        assert_eq!(read["prod"], ("sealed-secrets".to_owned(), "4c1c6567".to_owned()));
+        assert!(super::sealers(&[(SEALER.to_owned(), "dev sops-age".to_owned())]).is_empty(), "no identity: ignored");
+    }
 }

@@ -73,14 +73,19 @@ pub enum Error {
     },
 }
 
-fn backend_name(sealer: &Sealer) -> &'static str {
+/// `sealed-secrets` or `sops-age`: the backend part of a fingerprint's binding.
+#[must_use]
+pub fn backend_name(sealer: &Sealer) -> &'static str {
     match sealer {
         Sealer::SealedSecrets { .. } => "sealed-secrets",
         Sealer::SopsAge { .. } => "sops-age",
     }
 }
 
-fn sealer_identity(sealer: &Sealer) -> String {
+/// The sealer part of a fingerprint's binding: the certificate's fingerprint, or the sorted age
+/// recipients one per line. Public: a certificate and recipients are public keys.
+#[must_use]
+pub fn sealer_identity(sealer: &Sealer) -> String {
     match sealer {
         Sealer::SealedSecrets { certificate } => certificate.fingerprint(),
         Sealer::SopsAge { recipients, .. } => {
@@ -153,6 +158,22 @@ pub fn seal<R: CryptoRng + ?Sized>(
         Sealer::SealedSecrets { certificate } => Ok(seal_sealed_secret(secret, previous, certificate, fingerprints.as_ref(), rng)),
         Sealer::SopsAge { recipients, lastmodified } => seal_sops(secret, previous, recipients, lastmodified, fingerprints.as_ref(), rng),
     }
+}
+
+/// The keys of `secret` whose value `previous` already held, sealed by another sealer
+/// (`backend`, `identity`: what [`backend_name`] and [`sealer_identity`] said of it): its
+/// recorded fingerprints are recomputed under that sealer's binding. What a new certificate
+/// or new recipients reseal without changing a value.
+#[must_use]
+pub fn same_values(secret: &PlainSecret, previous: &Json, backend: &str, identity: &str, fingerprint_key: &FingerprintKey) -> Vec<String> {
+    let Some(recorded) = recorded_fingerprints(previous) else { return Vec::new() };
+    let binding = Binding { backend, sealer: identity, scope: scope_name(secret.scope), namespace: &secret.namespace, name: &secret.name };
+    secret
+        .data
+        .iter()
+        .filter(|(key, value)| recorded.get(*key).is_some_and(|fp| *fp == fingerprint_key.fingerprint(&binding, key, value)))
+        .map(|(key, _)| key.clone())
+        .collect()
 }
 
 fn fingerprint_annotation(fingerprints: &BTreeMap<String, String>) -> String {

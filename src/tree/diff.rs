@@ -173,6 +173,22 @@ pub struct Diff {
 }
 
 impl Diff {
+    /// Marks `resealed` (`(path, key)` pairs whose plaintext is known unchanged) as resealed
+    /// where they were taken for changed: a new certificate or new recipients change every
+    /// fingerprint, since a fingerprint is bound to its sealer.
+    pub fn mark_resealed(&mut self, resealed: &std::collections::BTreeSet<(String, String)>) {
+        if resealed.is_empty() {
+            return;
+        }
+        for entry in &mut self.entries {
+            for value in &mut entry.sealed {
+                if value.change == SealedChange::Changed && resealed.contains(&(entry.path.clone(), value.key.clone())) {
+                    value.change = SealedChange::Resealed;
+                }
+            }
+        }
+    }
+
     /// True when the trees hold the same objects and files.
     #[must_use]
     pub fn is_empty(&self) -> bool {

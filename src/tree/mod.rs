@@ -120,6 +120,48 @@ impl Tree {
         Ok(())
     }
 
+    /// Per cluster, its name and how its Secrets are sealed: the backend and the sealer's
+    /// identity (see [`crate::secrets::seal::sealer_identity`]); none for a cluster without
+    /// a sealer.
+    #[must_use]
+    pub fn sealers(&self) -> Vec<(String, &'static str, String)> {
+        self.plans
+            .iter()
+            .zip(&self.sealers)
+            .filter_map(|(plan, sealer)| {
+                let sealer = sealer.as_ref()?;
+                Some((plan.cluster.clone(), crate::secrets::seal::backend_name(sealer), crate::secrets::seal::sealer_identity(sealer)))
+            })
+            .collect()
+    }
+
+    /// The sealed values whose plaintext is unchanged although their sealer changed, as
+    /// `(path, key)`: `old_sealers` says, per cluster, how the previous tree was sealed
+    /// (backend, identity); `previous` returns the object previously written at a path. Only
+    /// the clusters whose sealer differs are looked at; without a fingerprint key, none.
+    #[must_use]
+    pub fn resealed(
+        &self,
+        old_sealers: &BTreeMap<String, (String, String)>,
+        previous: &dyn Fn(&str) -> Option<Json>,
+    ) -> std::collections::BTreeSet<(String, String)> {
+        let mut out = std::collections::BTreeSet::new();
+        let Some(key) = &self.fingerprint_key else { return out };
+        for (cluster, pending) in &self.pending {
+            let Some(sealer) = self.sealers[*cluster].as_ref() else { continue };
+            let now = (crate::secrets::seal::backend_name(sealer), crate::secrets::seal::sealer_identity(sealer));
+            let Some((old_backend, old_identity)) = old_sealers.get(&self.plans[*cluster].cluster) else { continue };
+            if (old_backend.as_str(), old_identity) == (now.0, &now.1) {
+                continue;
+            }
+            let Some(old) = previous(&pending.path) else { continue };
+            for value in crate::secrets::seal::same_values(&pending.secret, &old, old_backend, old_identity, key) {
+                out.insert((pending.path.clone(), value));
+            }
+        }
+        out
+    }
+
     /// Every file, by path relative to the output root (the sealed Secrets once sealed).
     #[must_use]
     pub fn files(&self) -> &Files {
