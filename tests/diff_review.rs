@@ -74,6 +74,11 @@ fn an_environment_change_is_traced_to_its_layer_and_touches_only_its_cluster() {
     assert_eq!(field["at"]["file"], path(&environment));
     assert_eq!(field["at"]["line"], line);
     assert_eq!(document["specChanges"].as_array().map(Vec::len), Some(1), "{:#}", document["specChanges"]);
+    // One cluster selected: the other clusters' spec objects are neither compared nor "removed".
+    let (code, stdout, stderr) = diff(&sandbox, &spec, &repo, &["--format", "json", "--cluster", "prod"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let selected: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(selected["specChanges"], document["specChanges"], "{:#}", selected["specChanges"]);
 
     let (code, text, _) = diff(&sandbox, &spec, &repo, &[]);
     assert_eq!(code, 1);
@@ -184,7 +189,7 @@ fn a_new_certificate_reseals_every_value_and_rotates_none() {
 
     let (code, text, stderr) = diff(&sandbox, &spec, &repo, &["--fail-on", "risky"]);
     assert_eq!(code, 0, "a reseal is not risky: {text}{stderr}");
-    assert!(text.contains("secrets resealed: SealedSecret "), "{text}");
+    assert!(text.contains("secrets resealed: demo SealedSecret "), "{text}");
     assert!(!text.contains("secrets rotated") && !text.contains("<sealed: changed>"), "nothing rotated: {text}");
     let document = json(&sandbox, &spec, &repo);
     let sealed: Vec<&Value> = document["objects"].as_array().unwrap().iter().flat_map(|o| o["sealed"].as_array().unwrap()).collect();
@@ -199,7 +204,7 @@ fn a_new_certificate_reseals_every_value_and_rotates_none() {
     edit(&spec.join("tenants.yaml"), "rotation: 1 }", "rotation: 2 }");
     std::fs::copy(common::root().join("fixtures/demo/keys/sealed-secrets.pem"), spec.join("keys/sealed-secrets.pem")).unwrap();
     let (_, text, _) = diff(&sandbox, &spec, &repo, &[]);
-    assert!(text.contains("secrets rotated: SealedSecret acme-corp/robot1-confz config.toml"), "{text}");
+    assert!(text.contains("secrets rotated: demo SealedSecret acme-corp/robot1-confz config.toml"), "{text}");
     assert!(text.contains("secrets resealed: "), "{text}");
 }
 
@@ -246,11 +251,34 @@ fn without_the_specs_commit_a_cause_names_the_spec_object() {
     let spec = demo(&sandbox);
     sandbox.commit(&spec, &repo, &[]);
     edit(&spec.join("servers.yaml"), "apiWorker: { replicas: 1 }", "apiWorker: { replicas: 2 }");
-    let (code, text, stderr) = diff(&sandbox, &spec, &repo, &[]);
+    let (code, text, _) = diff(&sandbox, &spec, &repo, &[]);
     assert_eq!(code, 1, "{}", report(&sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo)])));
-    assert!(stderr.contains("does not record the specs' commit (`Tfrs-Source-Commit`): causes name the spec objects only"), "{stderr}");
+    let note = "does not record the specs' commit (`Tfrs-Source-Commit`): causes name the spec objects only";
+    assert!(text.contains(&format!("note: the base commit ")) && text.contains(note), "said in the report itself: {text}");
     assert!(text.contains(&format!("cause: from TFRServer robot2 ({}:", path(&spec.join("servers.yaml")))), "{text}");
     assert!(!text.contains("\nspec: "), "no spec changes without the base's specs: {text}");
+    let document = json(&sandbox, &spec, &repo);
+    assert!(document["notes"][0].as_str().is_some_and(|n| n.contains(note)), "an empty specChanges is explained: {document:#}");
+    let (_, markdown, _) = diff(&sandbox, &spec, &repo, &["--format", "markdown"]);
+    assert!(markdown.contains(note), "{markdown}");
+}
+
+#[test]
+fn a_base_rendered_from_uncommitted_specs_says_its_causes_may_be_stale() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = demo(&sandbox);
+    let specs = sandbox.path().join("specs");
+    sandbox.git(&specs, &["init", "-q"]);
+    sandbox.git(&specs, &["add", "-A"]);
+    sandbox.git(&specs, &["commit", "-qm", "specs"]);
+    edit(&spec.join("servers.yaml"), "apiWorker: { replicas: 1 }", "apiWorker: { replicas: 2 }");
+    sandbox.commit(&spec, &repo, &[]);
+    edit(&spec.join("servers.yaml"), "TFS_PROFILE: personal", "TFS_PROFILE: team");
+    let document = json(&sandbox, &spec, &repo);
+    let notes = document["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].as_str().unwrap().contains("with uncommitted changes: causes compare with that commit"), "{notes:?}");
 }
 
 #[test]

@@ -482,7 +482,7 @@ fn the_diff_says_first_what_rolls_and_what_is_risky() {
     assert_eq!(
         risks,
         [
-            "prod Cluster acme/acme-pg: storage size decreased 50Gi -> 20Gi",
+            "prod Cluster acme/acme-pg: storage size decreased at spec.storage.size: 50Gi -> 20Gi",
             "staging Cluster acme/acme-pg: database instances decreased 2 -> 1",
             "staging PersistentVolumeClaim acme/shared-cache: storage class changed at spec.storageClassName: \"nfs-client\" -> \"gp3\"",
         ]

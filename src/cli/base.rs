@@ -3,7 +3,7 @@
 //! commit are read back from their own repository (the one the inputs are in), so that a
 //! changed object can be traced to the spec field that changed it.
 
-use crate::git::provenance::{self, SOURCE_COMMIT, VERSION};
+use crate::git::provenance::{self, SOURCE_COMMIT, SOURCE_DIRTY, VERSION};
 use crate::spec::{Bundle, Spec};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,18 +15,19 @@ pub(crate) struct Base {
     pub specs: Option<(Spec, Bundle)>,
     /// The base's `Tfrs-Version`, when it differs from this tfrs: `old -> new`.
     pub version: Option<String>,
-    /// Why the specs could not be read, for the report.
-    pub note: Option<String>,
+    /// What limits the causes (the specs could not be read; they were read at a commit the
+    /// base was rendered from with uncommitted changes), for the report.
+    pub notes: Vec<String>,
     /// Per cluster, how the base's Secrets were sealed (backend, identity), from its
     /// `Tfrs-Sealer` trailers.
     pub sealers: BTreeMap<String, (String, String)>,
 }
 
 /// Reads the base of a diff: `commit` is the target branch's tip (`None` when the branch does
-/// not exist yet: every spec object is then new).
-pub(crate) fn read(commit: Option<&git2::Commit<'_>>, inputs: &[PathBuf], overlays: &[String]) -> Base {
+/// not exist yet: every spec object is then new); `clusters`, the clusters selected (none: all).
+pub(crate) fn read(commit: Option<&git2::Commit<'_>>, inputs: &[PathBuf], overlays: &[String], clusters: &[String]) -> Base {
     let Some(commit) = commit else {
-        return Base { specs: Some((Spec::default(), Bundle::default())), version: None, note: None, sealers: BTreeMap::new() };
+        return Base { specs: Some((Spec::default(), Bundle::default())), version: None, notes: Vec::new(), sealers: BTreeMap::new() };
     };
     let trailers = provenance::read(commit.message().unwrap_or_default());
     let trailer = |key: &str| trailers.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone());
@@ -37,16 +38,31 @@ pub(crate) fn read(commit: Option<&git2::Commit<'_>>, inputs: &[PathBuf], overla
     let Some(source) = trailer(SOURCE_COMMIT) else {
         let note =
             format!("the base commit {short} does not record the specs' commit (`{SOURCE_COMMIT}`): causes name the spec objects only");
-        return Base { specs: None, version, note: Some(note), sealers };
+        return Base { specs: None, version, notes: vec![note], sealers };
     };
     match specs_at(inputs, overlays, &source) {
-        Ok(specs) => Base { specs: Some(specs), version, note: None, sealers },
+        Ok((mut spec, bundle)) => {
+            // NB: with `--cluster`, only the selected clusters were rendered and compared.
+            if !clusters.is_empty() {
+                spec.clusters.retain(|o| clusters.contains(&o.cluster));
+                spec.tenants.retain(|o| clusters.contains(&o.cluster));
+                spec.servers.retain(|o| clusters.contains(&o.cluster));
+            }
+            let mut notes = Vec::new();
+            if trailer(SOURCE_DIRTY).as_deref() == Some("true") {
+                notes.push(format!(
+                    "the base was rendered from the specs at {} with uncommitted changes: causes compare with that commit, so they may name a change already rendered",
+                    &source[..12.min(source.len())]
+                ));
+            }
+            Base { specs: Some((spec, bundle)), version, notes, sealers }
+        }
         Err(why) => {
             let note = format!(
                 "cannot read the specs of the base (commit {}): {why}; causes name the spec objects only",
                 &source[..12.min(source.len())]
             );
-            Base { specs: None, version, note: Some(note), sealers }
+            Base { specs: None, version, notes: vec![note], sealers }
         }
     }
 }

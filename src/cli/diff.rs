@@ -44,19 +44,20 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
         }
     }
     let mut found = diff(&old, files);
-    let base = if found.is_empty() { None } else { Some(super::base::read(commit.as_ref(), &args.inputs, &args.settings.overlays)) };
+    let base = if found.is_empty() {
+        None
+    } else {
+        Some(super::base::read(commit.as_ref(), &args.inputs, &args.settings.overlays, &args.settings.clusters))
+    };
     if let Some(base) = &base {
         found.mark_resealed(&rendered.resealed(&base.sealers, &previous));
     }
     let review = crate::tree::review::review(&old, files, &found);
-    if let Some(note) = base.as_ref().and_then(|b| b.note.as_ref()) {
-        eprintln!("note: {note}");
-    }
     let old_side = base.as_ref().and_then(|b| b.specs.as_ref()).map(|(spec, bundle)| Side::new(spec, bundle));
     let new_side = Side::new(&spec, &bundle);
     let causes = if found.is_empty() { cause::Causes::default() } else { cause::trace(&found.entries, &new_side, old_side.as_ref()) };
-    let version = base.and_then(|b| b.version);
-    let report = Report { reference: &reference, found, review, causes, version };
+    let (version, notes) = base.map(|b| (b.version, b.notes)).unwrap_or_default();
+    let report = Report { reference: &reference, found, review, causes, version, notes };
     match (args.format, &args.parts) {
         (DiffFormat::Markdown, Some(dir)) => {
             for path in super::diff_markdown::write_parts(&report, dir)? {
@@ -134,6 +135,7 @@ fn json_report(report: &Report<'_>, commit: Option<git2::Oid>) -> String {
         })).collect::<Vec<_>>(),
         "summary": report.review,
         "specChanges": report.causes.spec,
+        "notes": report.notes,
         "objects": objects,
     });
     format!("{}\n", serde_json::to_string_pretty(&document).unwrap_or_default())

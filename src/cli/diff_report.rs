@@ -17,6 +17,8 @@ pub(crate) struct Report<'a> {
     pub causes: Causes,
     /// `old -> new` when another tfrs rendered the base.
     pub version: Option<String>,
+    /// What limits the causes (the base's specs unavailable, or dirty when rendered).
+    pub notes: Vec<String>,
 }
 
 impl Report<'_> {
@@ -67,7 +69,7 @@ pub(crate) fn summary_lines(report: &Report<'_>) -> Vec<String> {
         lines.push(format!("rolls: and {} more workloads", review.rolls.len() - ROLL_LINES));
     }
     for (verb, values) in &review.secrets {
-        let shown: Vec<&str> = values.iter().take(10).map(String::as_str).collect();
+        let shown: Vec<String> = values.iter().take(10).map(ToString::to_string).collect();
         let more = if values.len() > 10 { format!(" and {} more", values.len() - 10) } else { String::new() };
         lines.push(format!("secrets {verb}: {}{more}", shown.join(", ")));
     }
@@ -81,6 +83,7 @@ pub(crate) fn summary_lines(report: &Report<'_>) -> Vec<String> {
     if let Some(version) = &report.version {
         lines.push(format!("tfrs: {version}"));
     }
+    lines.extend(report.notes.iter().map(|note| format!("note: {note}")));
     lines
 }
 

@@ -39,14 +39,30 @@ pub struct Risk {
     pub reason: String,
 }
 
+/// One sealed value of the summary: never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SealedKey {
+    /// `Kind namespace/name` of the object that seals it.
+    pub object: String,
+    /// Its cluster.
+    pub cluster: String,
+    /// Its key.
+    pub key: String,
+}
+
+impl std::fmt::Display for SealedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.cluster, self.object, self.key)
+    }
+}
+
 /// The summary of one diff.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Review {
     /// Workloads that roll.
     pub rolls: Vec<Roll>,
-    /// Sealed values by what happened to them (`rotated`, `added`, `resealed`, `removed`), each
-    /// as `Kind namespace/name key`.
-    pub secrets: BTreeMap<String, Vec<String>>,
+    /// Sealed values by what happened to them (`rotated`, `added`, `resealed`, `removed`).
+    pub secrets: BTreeMap<String, Vec<SealedKey>>,
     /// Risky changes.
     pub risks: Vec<Risk>,
 }
@@ -60,7 +76,8 @@ pub fn review(old: &Files, new: &Files, diff: &Diff) -> Review {
         let after = (entry.change != Change::Removed).then(|| new.get(&entry.path).and_then(|b| crate::manifest::read_object(b))).flatten();
         for sealed in entry.sealed.iter().filter(|s| s.change != SealedChange::Unchanged) {
             let verb = if sealed.change == SealedChange::Changed { "rotated".to_owned() } else { sealed.change.to_string() };
-            out.secrets.entry(verb).or_default().push(format!("{} {}", entry.title(), sealed.key));
+            let key = SealedKey { object: entry.title(), cluster: entry.cluster.clone(), key: sealed.key.clone() };
+            out.secrets.entry(verb).or_default().push(key);
         }
         if let Some(reasons) = rolls(entry, before.as_ref(), after.as_ref()) {
             out.rolls.push(Roll { entry: index, object: entry.title(), cluster: entry.cluster.clone(), reasons });
@@ -167,14 +184,41 @@ fn risks(entry: &Entry, before: Option<&Json>, after: Option<&Json>) -> Vec<Stri
     let mut classes = Vec::new();
     storage_classes(before, after, "", &mut classes);
     out.extend(classes);
-    if let (Some(old), Some(new)) = (before.pointer("/spec/storage/size"), after.pointer("/spec/storage/size"))
-        && let (Some(a), Some(b)) = (old.as_str().and_then(quantity), new.as_str().and_then(quantity))
-        && b < a
-    {
-        // NB: a volume cannot shrink (CNPG refuses, and a PVC's request cannot go down).
-        out.push(format!("storage size decreased {} -> {}", old.as_str().unwrap_or_default(), new.as_str().unwrap_or_default()));
-    }
+    // NB: a volume cannot shrink (CNPG refuses, and a PVC's request cannot go down).
+    storage_sizes(before, after, "", &mut out);
     out
+}
+
+/// Every volume size that decreased between two objects: a `storage` quantity (a claim's
+/// `resources.requests.storage`, also inside a StatefulSet's or a MinIO pool's claim template,
+/// a RabbitmqCluster's `persistence.storage`) or the `size` of a `storage`-named section (a
+/// CNPG Cluster's `storage.size`, `walStorage.size`).
+fn storage_sizes(before: &Json, after: &Json, path: &str, out: &mut Vec<String>) {
+    match (before, after) {
+        (Json::Object(a), Json::Object(b)) => {
+            let section = path.rsplit(['.', ']']).next().unwrap_or_default().to_ascii_lowercase();
+            for (key, new) in b {
+                let Some(old) = a.get(key) else { continue };
+                let here = format!("{path}.{key}");
+                let sized = key == "storage" || (key == "size" && section.contains("storage"));
+                if sized
+                    && let (Some(x), Some(y)) = (old.as_str().and_then(quantity), new.as_str().and_then(quantity))
+                    && y < x
+                {
+                    let (old, new) = (old.as_str().unwrap_or_default(), new.as_str().unwrap_or_default());
+                    out.push(format!("storage size decreased at {}: {old} -> {new}", here.trim_start_matches('.')));
+                } else {
+                    storage_sizes(old, new, &here, out);
+                }
+            }
+        }
+        (Json::Array(a), Json::Array(b)) => {
+            for (index, (old, new)) in a.iter().zip(b).enumerate() {
+                storage_sizes(old, new, &format!("{path}[{index}]"), out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A Kubernetes quantity (`50Gi`, `500M`, `1.5Ti`) in bytes; `None` for anything else.
@@ -196,19 +240,28 @@ fn quantity(text: &str) -> Option<f64> {
     number.parse::<f64>().ok().map(|n| n * factor)
 }
 
-/// Every storage class (`storageClass`, `storageClassName`) that differs between two objects.
+/// Every storage class (`storageClass`, `storageClassName`) that differs between two objects,
+/// set, changed or unset (unset: the cluster's default class).
 fn storage_classes(before: &Json, after: &Json, path: &str, out: &mut Vec<String>) {
+    const DEFAULT: &str = "(the default class)";
+    let is_class = |key: &str| matches!(key, "storageClass" | "storageClassName");
     match (before, after) {
         (Json::Object(a), Json::Object(b)) => {
             for (key, value) in b {
                 let here = format!("{path}.{key}");
                 match a.get(key) {
-                    Some(old) if matches!(key.as_str(), "storageClass" | "storageClassName") && old != value => {
+                    Some(old) if is_class(key) && old != value => {
                         out.push(format!("storage class changed at {}: {old} -> {value}", here.trim_start_matches('.')));
+                    }
+                    None if is_class(key) => {
+                        out.push(format!("storage class changed at {}: {DEFAULT} -> {value}", here.trim_start_matches('.')));
                     }
                     Some(old) => storage_classes(old, value, &here, out),
                     None => {}
                 }
+            }
+            for (key, old) in a.iter().filter(|(key, _)| is_class(key) && !b.contains_key(*key)) {
+                out.push(format!("storage class changed at {}: {old} -> {DEFAULT}", format!("{path}.{key}").trim_start_matches('.')));
             }
         }
         (Json::Array(a), Json::Array(b)) => {
@@ -217,5 +270,59 @@ fn storage_classes(before: &Json, after: &Json, path: &str, out: &mut Vec<String
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn found(walk: fn(&Json, &Json, &str, &mut Vec<String>), before: &Json, after: &Json) -> Vec<String> {
+        let mut out = Vec::new();
+        walk(before, after, "", &mut out);
+        out
+    }
+
+    #[test]
+    fn a_storage_class_set_changed_or_unset_is_a_class_change() {
+        let claim = |class: Option<&str>| {
+            let mut spec = json!({"resources": {"requests": {"storage": "1Gi"}}});
+            if let Some(class) = class {
+                spec["storageClassName"] = json!(class);
+            }
+            json!({"spec": spec})
+        };
+        assert_eq!(
+            found(storage_classes, &claim(Some("nfs")), &claim(None)),
+            ["storage class changed at spec.storageClassName: \"nfs\" -> (the default class)"]
+        );
+        assert_eq!(
+            found(storage_classes, &claim(None), &claim(Some("fast"))),
+            ["storage class changed at spec.storageClassName: (the default class) -> \"fast\""]
+        );
+        assert!(found(storage_classes, &claim(Some("nfs")), &claim(Some("nfs"))).is_empty());
+    }
+
+    #[test]
+    fn a_volume_that_shrinks_anywhere_is_named_by_its_path() {
+        let pool = |size: &str| json!({"spec": {"pools": [{"name": "p0", "volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": size}}}}}]}});
+        assert_eq!(
+            found(storage_sizes, &pool("10Gi"), &pool("5Gi")),
+            ["storage size decreased at spec.pools[0].volumeClaimTemplate.spec.resources.requests.storage: 10Gi -> 5Gi"]
+        );
+        assert!(found(storage_sizes, &pool("5Gi"), &pool("10Gi")).is_empty(), "growing is fine");
+        let database = |size: &str, wal: &str| json!({"spec": {"storage": {"size": size}, "walStorage": {"size": wal}, "instances": 2}});
+        assert_eq!(
+            found(storage_sizes, &database("20Gi", "2Gi"), &database("20Gi", "1Gi")),
+            ["storage size decreased at spec.walStorage.size: 2Gi -> 1Gi"]
+        );
+        let broker = |size: &str| json!({"spec": {"persistence": {"storage": size}}});
+        assert_eq!(
+            found(storage_sizes, &broker("10Gi"), &broker("8Gi")),
+            ["storage size decreased at spec.persistence.storage: 10Gi -> 8Gi"]
+        );
+        let other = |size: &str| json!({"spec": {"cache": {"size": size}}});
+        assert!(found(storage_sizes, &other("2Gi"), &other("1Gi")).is_empty(), "a size outside a storage section is not a volume");
     }
 }
