@@ -230,6 +230,9 @@ fn markdown_parts_hold_every_object_each_within_one_comment() {
         assert!(text.starts_with(&format!("### tfrs diff against `main` (part {} of {count})\n", index + 1)), "{text}");
         assert_eq!(text.matches("<details>").count(), text.matches("</details>").count(), "balanced: {text}");
         details += text.matches("<details>\n<summary>added ").count();
+        if index == 0 {
+            assert!(text.contains("--- /dev/null\n+++ b/clusters/demo/"), "git's headers for an added file: {text}");
+        }
     }
     let document = json(&sandbox, &spec, &empty);
     let shown = document["objects"].as_array().unwrap().iter().filter(|o| !o["kind"].is_null()).count();
@@ -254,7 +257,7 @@ fn without_the_specs_commit_a_cause_names_the_spec_object() {
     let (code, text, _) = diff(&sandbox, &spec, &repo, &[]);
     assert_eq!(code, 1, "{}", report(&sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo)])));
     let note = "does not record the specs' commit (`Tfrs-Source-Commit`): causes name the spec objects only";
-    assert!(text.contains(&format!("note: the base commit ")) && text.contains(note), "said in the report itself: {text}");
+    assert!(text.contains("note: the base commit ") && text.contains(note), "said in the report itself: {text}");
     assert!(text.contains(&format!("cause: from TFRServer robot2 ({}:", path(&spec.join("servers.yaml")))), "{text}");
     assert!(!text.contains("\nspec: "), "no spec changes without the base's specs: {text}");
     let document = json(&sandbox, &spec, &repo);

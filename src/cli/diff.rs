@@ -58,22 +58,34 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     let causes = if found.is_empty() { cause::Causes::default() } else { cause::trace(&found.entries, &new_side, old_side.as_ref()) };
     let (version, notes) = base.map(|b| (b.version, b.notes)).unwrap_or_default();
     let report = Report { reference: &reference, found, review, causes, version, notes };
-    match (args.format, &args.parts) {
-        (DiffFormat::Markdown, Some(dir)) => {
-            for path in super::diff_markdown::write_parts(&report, dir)? {
-                writeln!(stdout, "{}", path.display())?;
-            }
-        }
-        (DiffFormat::Text, _) if args.quiet => stdout.write_all(totals_line(&report.found, &reference).as_bytes())?,
-        (DiffFormat::Text, _) => stdout.write_all(format!("{}{}", summary_text(&report, colour), text(&report, colour)).as_bytes())?,
-        (DiffFormat::Markdown, None) => stdout.write_all(super::diff_markdown::markdown(&report).as_bytes())?,
-        (DiffFormat::Json, _) => stdout.write_all(json_report(&report, commit.as_ref().map(git2::Commit::id)).as_bytes())?,
-    }
+    write_report(&report, args, commit.as_ref().map(git2::Commit::id), colour, stdout)?;
     let failed = match args.fail_on {
         FailOn::Changes => !report.found.is_empty(),
         FailOn::Risky => !report.review.risks.is_empty(),
     };
     Ok(if failed { Status::Failure } else { Status::Success })
+}
+
+/// Writes `report` in the format the flags ask for (the paths of the parts, for `--parts`).
+fn write_report(
+    report: &Report<'_>,
+    args: &DiffArgs,
+    commit: Option<git2::Oid>,
+    colour: Colour,
+    stdout: &mut dyn Write,
+) -> anyhow::Result<()> {
+    match (args.format, &args.parts) {
+        (DiffFormat::Markdown, Some(dir)) => {
+            for path in super::diff_markdown::write_parts(report, dir)? {
+                writeln!(stdout, "{}", path.display())?;
+            }
+        }
+        (DiffFormat::Text, _) if args.quiet => stdout.write_all(totals_line(&report.found, report.reference).as_bytes())?,
+        (DiffFormat::Text, _) => stdout.write_all(format!("{}{}", summary_text(report, colour), text(report, colour)).as_bytes())?,
+        (DiffFormat::Markdown, None) => stdout.write_all(super::diff_markdown::markdown(report).as_bytes())?,
+        (DiffFormat::Json, _) => stdout.write_all(json_report(report, commit).as_bytes())?,
+    }
+    Ok(())
 }
 
 /// The commit `reference` names: a branch fetched from a URL, or any revision of a local

@@ -67,18 +67,20 @@ pub(crate) fn parts(report: &Report<'_>, budget: usize) -> Vec<String> {
 ///
 /// I/O errors.
 pub(crate) fn write_parts(report: &Report<'_>, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
+    use anyhow::Context;
+    let cannot = |what: &str, path: &Path| format!("--parts: cannot {what} `{}`", path.display());
+    std::fs::create_dir_all(dir).with_context(|| cannot("create the directory", dir))?;
+    for entry in std::fs::read_dir(dir).with_context(|| cannot("read the directory", dir))? {
+        let path = entry.with_context(|| cannot("read the directory", dir))?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if name.starts_with("part-") && name.ends_with(".md") {
-            std::fs::remove_file(&path)?;
+            std::fs::remove_file(&path).with_context(|| cannot("remove the earlier part", &path))?;
         }
     }
     let mut paths = Vec::new();
     for (index, part) in parts(report, BUDGET).into_iter().enumerate() {
         let path = dir.join(format!("part-{}.md", index + 1));
-        std::fs::write(&path, part)?;
+        std::fs::write(&path, part).with_context(|| cannot("write", &path))?;
         paths.push(path);
     }
     Ok(paths)
@@ -181,7 +183,11 @@ fn markdown_table(report: &Report<'_>, out: &mut String) {
 fn markdown_list(entries: &[Indexed<'_>]) -> String {
     let mut lines = String::new();
     for (_, entry) in entries {
-        let sealed = if entry.sealed.is_empty() { String::new() } else { format!(", {} sealed values", entry.sealed.len()) };
+        let sealed = match entry.sealed.len() {
+            0 => String::new(),
+            1 => ", 1 sealed value".to_owned(),
+            n => format!(", {n} sealed values"),
+        };
         lines.push_str(&format!(
             "- {} {} <code>{}</code> (<code>{}</code>{sealed})\n",
             entry.change,
@@ -197,7 +203,7 @@ fn markdown_list(entries: &[Indexed<'_>]) -> String {
     if entries.len() <= 10 {
         return format!("{lines}\n");
     }
-    let removed = entries.iter().filter(|(_, e)| e.change == Change::Removed).count();
+    let removed = entries.iter().filter(|(_, e)| e.change == Change::Removed && !is_bookkeeping(&e.path)).count();
     let files = entries.iter().filter(|(_, e)| is_bookkeeping(&e.path)).count();
     format!("<details>\n<summary>{removed} removed objects, {files} bookkeeping files</summary>\n\n{lines}\n</details>\n\n")
 }

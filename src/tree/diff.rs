@@ -120,8 +120,7 @@ pub struct Entry {
     /// templates' `checksum/*` annotations folded (the review says what rolls and why).
     pub diff: String,
     /// For a changed object: each changed field of the masked object, checksums included (at
-    /// most [`fields::LIMIT`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// most [`fields::LIMIT`]); empty otherwise, and for a file that holds no object.
     pub fields: Vec<FieldChange>,
     /// Whether more fields changed than `fields` lists.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -174,12 +173,8 @@ pub struct Diff {
 
 impl Diff {
     /// Marks `resealed` (`(path, key)` pairs whose plaintext is known unchanged) as resealed
-    /// where they were taken for changed: a new certificate or new recipients change every
-    /// fingerprint, since a fingerprint is bound to its sealer.
+    /// where they were taken for changed: a fingerprint is bound to its sealer.
     pub fn mark_resealed(&mut self, resealed: &std::collections::BTreeSet<(String, String)>) {
-        if resealed.is_empty() {
-            return;
-        }
         for entry in &mut self.entries {
             for value in &mut entry.sealed {
                 if value.change == SealedChange::Changed && resealed.contains(&(entry.path.clone(), value.key.clone())) {
@@ -391,11 +386,7 @@ fn unified(old: &str, new: &str, old_path: &str, new_path: &str) -> String {
     if old == new {
         return String::new();
     }
-    similar::TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{old_path}"), &format!("b/{new_path}"))
-        .to_string()
+    similar::TextDiff::from_lines(old, new).unified_diff().context_radius(3).header(old_path, new_path).to_string()
 }
 
 /// Compares two trees object by object (see the module docs). Files whose path and bytes are
@@ -448,10 +439,11 @@ fn compare(old: &BTreeMap<Key, Item<'_>>, new: &BTreeMap<Key, Item<'_>>, with_un
             _ => Change::Changed,
         };
         let Some(item) = b.or(a) else { continue };
-        let old_path = a.map_or("/dev/null", |i| i.path.as_str());
-        let new_path = b.map_or("/dev/null", |i| i.path.as_str());
+        // NB: git's headers: `a/<path>`, `b/<path>`, and `/dev/null` for a side that is absent.
+        let old_path = a.map_or_else(|| "/dev/null".to_owned(), |i| format!("a/{}", i.path));
+        let new_path = b.map_or_else(|| "/dev/null".to_owned(), |i| format!("b/{}", i.path));
         let diff = if with_unified {
-            unified(a.map_or("", |i| i.text.as_str()), b.map_or("", |i| i.text.as_str()), old_path, new_path)
+            unified(a.map_or("", |i| i.text.as_str()), b.map_or("", |i| i.text.as_str()), &old_path, &new_path)
         } else {
             String::new()
         };
