@@ -325,7 +325,9 @@ fn diff_exit_codes_and_formats() {
     // a revision that resolves to nothing is an error.
     let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--ref", "no-such-branch"]);
     assert_eq!(out.status.code(), Some(1), "{}", report(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("note: `no-such-branch` does not exist in"), "{}", report(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("note: `no-such-branch` does not exist in") && stderr.contains("yet (its branches: main)"), "{}", report(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(its branches: main)"), "in the report too: {}", report(&out));
     let out = sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo), "--ref", "main~99"]);
     assert_eq!(out.status.code(), Some(2), "{}", report(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot resolve `main~99`"), "{}", report(&out));

@@ -27,8 +27,10 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
         None => crate::git::default_branch(&repo, is_url)?,
     };
     let commit = resolve(&repo, is_url, &reference)?;
+    let mut notes = Vec::new();
     if commit.is_none() {
-        eprintln!("note: `{reference}` does not exist in `{}` yet: compared with an empty tree (everything is added)", args.repo);
+        notes.push(missing_branch(&repo, &reference, &args.repo));
+        eprintln!("note: {}", notes[0]);
     }
     let tree = commit.as_ref().map(git2::Commit::tree).transpose()?;
     let Some(mut rendered) = build(&spec, &bundle, &args.settings)? else {
@@ -56,7 +58,8 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     let old_side = base.as_ref().and_then(|b| b.specs.as_ref()).map(|(spec, bundle)| Side::new(spec, bundle));
     let new_side = Side::new(&spec, &bundle);
     let causes = if found.is_empty() { cause::Causes::default() } else { cause::trace(&found.entries, &new_side, old_side.as_ref()) };
-    let (version, notes) = base.map(|b| (b.version, b.notes)).unwrap_or_default();
+    let (version, base_notes) = base.map(|b| (b.version, b.notes)).unwrap_or_default();
+    notes.extend(base_notes);
     let report = Report { reference: &reference, found, review, causes, version, notes };
     write_report(&report, args, commit.as_ref().map(git2::Commit::id), colour, stdout)?;
     let failed = match args.fail_on {
@@ -101,6 +104,18 @@ fn resolve<'r>(repo: &'r git2::Repository, is_url: bool, reference: &str) -> any
         Err(error) if error.code() == git2::ErrorCode::NotFound && is_branch_name(reference) => Ok(None),
         Err(source) => Err(crate::git::Error::Resolve { name: reference.to_owned(), source }.into()),
     }
+}
+
+/// The note for a branch that does not exist yet, naming the branches that do (a mistyped
+/// `--ref` then shows at once).
+fn missing_branch(repo: &git2::Repository, reference: &str, shown: &str) -> String {
+    let mut branches: Vec<String> = repo
+        .branches(Some(git2::BranchType::Local))
+        .map(|branches| branches.flatten().filter_map(|(b, _)| b.name().ok().flatten().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    branches.sort();
+    let others = if branches.is_empty() { String::new() } else { format!(" (its branches: {})", branches.join(", ")) };
+    format!("`{reference}` does not exist in `{shown}` yet{others}: compared with an empty tree (everything is added)")
 }
 
 /// Whether `name` can only mean a branch: a valid branch name, not a revision expression or a
