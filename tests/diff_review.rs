@@ -47,6 +47,15 @@ fn demo(sandbox: &Sandbox) -> PathBuf {
     sandbox.fixture("demo", "demo")
 }
 
+/// A sandbox with the demo fixture committed as specs, and a render of it in `gitops.git`.
+fn committed_demo() -> (Sandbox, PathBuf, PathBuf) {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = demo(&sandbox);
+    committed(&sandbox, &spec, &repo);
+    (sandbox, repo, spec)
+}
+
 #[test]
 fn an_environment_change_is_traced_to_its_layer_and_touches_only_its_cluster() {
     let sandbox = Sandbox::new();
@@ -91,10 +100,7 @@ fn an_environment_change_is_traced_to_its_layer_and_touches_only_its_cluster() {
 
 #[test]
 fn a_removed_server_is_listed_one_line_each_and_traced_to_its_removal() {
-    let sandbox = Sandbox::new();
-    let repo = sandbox.bare("gitops.git");
-    let spec = demo(&sandbox);
-    committed(&sandbox, &spec, &repo);
+    let (sandbox, repo, spec) = committed_demo();
     let servers = spec.join("servers.yaml");
     let text = std::fs::read_to_string(&servers).unwrap();
     let start = text.find("apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata:\n  name: robot2").unwrap();
@@ -126,10 +132,7 @@ fn a_removed_server_is_listed_one_line_each_and_traced_to_its_removal() {
 
 #[test]
 fn a_config_change_rolls_its_workloads_with_checksums_folded_and_listed_in_json() {
-    let sandbox = Sandbox::new();
-    let repo = sandbox.bare("gitops.git");
-    let spec = demo(&sandbox);
-    committed(&sandbox, &spec, &repo);
+    let (sandbox, repo, spec) = committed_demo();
     edit(&spec.join("servers.yaml"), "OPENAI_BASE_URL: https://api.openai.com/v1", "OPENAI_BASE_URL: https://llm.example.com/v1");
 
     let (_, text, _) = diff(&sandbox, &spec, &repo, &[]);
@@ -150,10 +153,7 @@ fn a_config_change_rolls_its_workloads_with_checksums_folded_and_listed_in_json(
 
 #[test]
 fn a_server_and_its_tenant_changed_together_are_both_causes_of_what_embeds_both() {
-    let sandbox = Sandbox::new();
-    let repo = sandbox.bare("gitops.git");
-    let spec = demo(&sandbox);
-    committed(&sandbox, &spec, &repo);
+    let (sandbox, repo, spec) = committed_demo();
     // robot1's image, and the TimescaleDB password of its tenant (which every confz embeds).
     let servers = spec.join("servers.yaml");
     let text = std::fs::read_to_string(&servers).unwrap();
@@ -175,10 +175,7 @@ fn a_server_and_its_tenant_changed_together_are_both_causes_of_what_embeds_both(
 
 #[test]
 fn a_new_certificate_reseals_every_value_and_rotates_none() {
-    let sandbox = Sandbox::new();
-    let repo = sandbox.bare("gitops.git");
-    let spec = demo(&sandbox);
-    committed(&sandbox, &spec, &repo);
+    let (sandbox, repo, spec) = committed_demo();
     let message = |repo: &Path| {
         let repo = Repository::open(repo).unwrap();
         repo.head().unwrap().peel_to_commit().unwrap().message().unwrap().to_owned()
@@ -286,10 +283,7 @@ fn a_base_rendered_from_uncommitted_specs_says_its_causes_may_be_stale() {
 
 #[test]
 fn a_change_tfrs_made_on_its_own_names_the_tfrs_versions() {
-    let sandbox = Sandbox::new();
-    let repo = sandbox.bare("gitops.git");
-    let spec = demo(&sandbox);
-    committed(&sandbox, &spec, &repo);
+    let (sandbox, repo, spec) = committed_demo();
     // As if an older tfrs had rendered the base: another version trailer, another Service.
     let repository = Repository::open(&repo).unwrap();
     let tip = repository.find_reference("refs/heads/main").unwrap().peel_to_commit().unwrap();

@@ -394,18 +394,17 @@ mod tests {
         assert_eq!(owners("prod", "gitops", &spec, None).len(), 1);
     }
 
+    /// The fields `relevant` keeps for `component` of a changed `object` whose `fields` changed.
+    fn kept(object: &str, fields: &[&str], component: &str) -> Vec<String> {
+        let fields = fields.iter().map(|name| SpecField { field: (*name).to_owned(), layer: "spec".to_owned(), at: None }).collect();
+        let cause = Cause { object: object.to_owned(), cluster: "c".to_owned(), change: "changed", at: None, fields, more_fields: 0 };
+        relevant(&cause, component).fields.into_iter().map(|f| f.field).collect()
+    }
+
     #[test]
     fn a_component_keeps_the_fields_of_its_own_section() {
-        let field = |name: &str| SpecField { field: name.to_owned(), layer: "spec".to_owned(), at: None };
-        let cause = Cause {
-            object: "TFRCluster c".to_owned(),
-            cluster: "c".to_owned(),
-            change: "changed",
-            at: None,
-            fields: vec![field("spec.certManager.version"), field("spec.imageRegistry.server"), field("spec.certManagerx")],
-            more_fields: 0,
-        };
-        let fields = |component| relevant(&cause, component).fields.into_iter().map(|f| f.field).collect::<Vec<_>>();
+        let fields =
+            |component| kept("TFRCluster c", &["spec.certManager.version", "spec.imageRegistry.server", "spec.certManagerx"], component);
         assert_eq!(fields("cluster/cert-manager"), ["spec.certManager.version"]);
         assert_eq!(fields("cluster/image-registry"), ["spec.imageRegistry.server"]);
         assert_eq!(fields("cluster/gateway").len(), 3, "no field of its own: every field stays");
@@ -413,16 +412,7 @@ mod tests {
 
     #[test]
     fn a_server_config_component_keeps_its_data_sections() {
-        let field = |name: &str| SpecField { field: name.to_owned(), layer: "spec".to_owned(), at: None };
-        let cause = Cause {
-            object: "TFRServer s".to_owned(),
-            cluster: "c".to_owned(),
-            change: "changed",
-            at: None,
-            fields: vec![field("spec.image.tag"), field("spec.configData.A"), field("spec.jobs.dbInit")],
-            more_fields: 0,
-        };
-        let fields = |component| relevant(&cause, component).fields.into_iter().map(|f| f.field).collect::<Vec<_>>();
+        let fields = |component| kept("TFRServer s", &["spec.image.tag", "spec.configData.A", "spec.jobs.dbInit"], component);
         assert_eq!(fields("namespaces/t/servers/s/config"), ["spec.configData.A"]);
         assert_eq!(fields("namespaces/t/servers/s/db-init"), ["spec.jobs.dbInit"]);
         assert_eq!(fields("namespaces/t/servers/s/api-worker").len(), 3, "the image is not a section of its own");
