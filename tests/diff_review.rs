@@ -206,6 +206,30 @@ fn a_new_certificate_reseals_every_value_and_rotates_none() {
 }
 
 #[test]
+fn secrets_are_told_apart_by_what_changed_them() {
+    let (sandbox, repo, spec) = committed_demo();
+    let keys = |document: &Value, verb: &str| -> Vec<String> {
+        document["summary"]["secrets"][verb].as_array().map_or(Vec::new(), |keys| {
+            keys.iter().map(|k| format!("{} {}", k["object"].as_str().unwrap(), k["key"].as_str().unwrap())).collect()
+        })
+    };
+    // A provided file's content: the specs are unchanged.
+    std::fs::write(spec.join("secrets/openai-api-key.txt"), "sk-dev-only-rotated\n").unwrap();
+    let document = json(&sandbox, &spec, &repo);
+    assert_eq!(keys(&document, "provided-changed"), ["SealedSecret acme-corp/robot1-secret OPENAI_API_KEY"], "{:#}", document["summary"]);
+    assert!(keys(&document, "rotated").is_empty() && keys(&document, "changed").is_empty(), "{:#}", document["summary"]);
+    assert!(!serde_json::to_string(&document).unwrap().contains("sk-dev-only-rotated"), "never a value");
+    // A generated password's rotation, and what embeds it.
+    sandbox.commit(&spec, &repo, &[]);
+    edit(&spec.join("tenants.yaml"), "rotation: 1 }", "rotation: 2 }");
+    let document = json(&sandbox, &spec, &repo);
+    let rotated = keys(&document, "rotated");
+    assert!(rotated.contains(&"SealedSecret acme-corp/acme-corp-ts-credentials password".to_owned()), "{rotated:?}");
+    assert!(rotated.contains(&"SealedSecret acme-corp/robot2-confz config.toml".to_owned()), "{rotated:?}");
+    assert!(keys(&document, "provided-changed").is_empty(), "{:#}", document["summary"]);
+}
+
+#[test]
 fn markdown_parts_hold_every_object_each_within_one_comment() {
     let sandbox = Sandbox::new();
     let spec = demo(&sandbox);

@@ -54,11 +54,12 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     if let Some(base) = &base {
         found.mark_resealed(&rendered.resealed(&base.sealers, &previous));
     }
-    let review = crate::tree::review::review(&old, files, &found);
+    let mut review = crate::tree::review::review(&old, files, &found);
     let old_side = base.as_ref().and_then(|b| b.specs.as_ref()).map(|(spec, bundle)| Side::new(spec, bundle));
     let new_side = Side::new(&spec, &bundle);
     let causes = if found.is_empty() { cause::Causes::default() } else { cause::trace(&found.entries, &new_side, old_side.as_ref()) };
     let (version, base_notes) = base.map(|b| (b.version, b.notes)).unwrap_or_default();
+    review.classify_changes(&causes.entries, version.is_none());
     notes.extend(base_notes);
     let report = Report { reference: &reference, found, review, causes, version, notes };
     write_report(&report, args, commit.as_ref().map(git2::Commit::id), colour, stdout)?;

@@ -42,6 +42,9 @@ pub struct Risk {
 /// One sealed value of the summary: never its value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SealedKey {
+    /// The index of its entry in the diff.
+    #[serde(skip)]
+    pub entry: usize,
     /// `Kind namespace/name` of the object that seals it.
     pub object: String,
     /// Its cluster.
@@ -61,10 +64,36 @@ impl std::fmt::Display for SealedKey {
 pub struct Review {
     /// Workloads that roll.
     pub rolls: Vec<Roll>,
-    /// Sealed values by what happened to them (`rotated`, `added`, `resealed`, `removed`).
+    /// Sealed values by what happened to them (`rotated` for any change, until
+    /// [`Review::classify_changes`] tells them apart; `added`, `resealed`, `removed`).
     pub secrets: BTreeMap<String, Vec<SealedKey>>,
     /// Risky changes.
     pub risks: Vec<Risk>,
+}
+
+impl Review {
+    /// Splits the changed sealed values by what changed them, from their objects' causes (see
+    /// [`crate::tree::cause`]): a `generate` setting of a spec object (`rotated`); a provided
+    /// value (`provided-changed`): a `value`, `fromFile` or `fromEnv` setting, or nothing in
+    /// the specs (so the content of a file or variable) while the same tfrs rendered both sides;
+    /// anything else (`changed`: a value built from other settings, or causes unknown).
+    pub fn classify_changes(&mut self, causes: &[Vec<crate::tree::cause::Cause>], same_tfrs: bool) {
+        let Some(changed) = self.secrets.remove("rotated") else { return };
+        for key in changed {
+            let causes = causes.get(key.entry).map_or(&[][..], Vec::as_slice);
+            let segments = || causes.iter().flat_map(|c| &c.fields).flat_map(|f| f.field.split(['.', '[']));
+            let verb = if segments().any(|s| s == "generate") {
+                "rotated"
+            } else if segments().any(|s| matches!(s, "value" | "fromFile" | "fromEnv"))
+                || (same_tfrs && !causes.is_empty() && causes.iter().all(|c| c.change == "unchanged"))
+            {
+                "provided-changed"
+            } else {
+                "changed"
+            };
+            self.secrets.entry(verb.to_owned()).or_default().push(key);
+        }
+    }
 }
 
 /// Reviews `diff`, the difference of `old` and `new` (the same trees it was computed from).
@@ -76,7 +105,7 @@ pub fn review(old: &Files, new: &Files, diff: &Diff) -> Review {
         let after = (entry.change != Change::Removed).then(|| new.get(&entry.path).and_then(|b| crate::manifest::read_object(b))).flatten();
         for sealed in entry.sealed.iter().filter(|s| s.change != SealedChange::Unchanged) {
             let verb = if sealed.change == SealedChange::Changed { "rotated".to_owned() } else { sealed.change.to_string() };
-            let key = SealedKey { object: entry.title(), cluster: entry.cluster.clone(), key: sealed.key.clone() };
+            let key = SealedKey { entry: index, object: entry.title(), cluster: entry.cluster.clone(), key: sealed.key.clone() };
             out.secrets.entry(verb).or_default().push(key);
         }
         if let Some(reasons) = rolls(entry, before.as_ref(), after.as_ref()) {
