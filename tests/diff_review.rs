@@ -99,6 +99,34 @@ fn an_environment_change_is_traced_to_its_layer_and_touches_only_its_cluster() {
 }
 
 #[test]
+fn clusters_committed_separately_are_each_compared_with_the_specs_they_were_rendered_from() {
+    let sandbox = Sandbox::new();
+    let repo = sandbox.bare("gitops.git");
+    let spec = sandbox.fixture("fleet", "fleet");
+    common::copy_dir(&common::root().join("fixtures/demo/keys"), &sandbox.path().join("specs/demo/keys"));
+    committed(&sandbox, &spec, &repo);
+    // One commit of the specs changes staging and prod; only prod is rendered from it.
+    edit(&spec.join("environments/prod.yaml"), "apiWorker: { replicas: 3 }", "apiWorker: { replicas: 4 }");
+    edit(&spec.join("environments/staging.yaml"), "postgresql: { instances: 2 }", "postgresql: { instances: 3 }");
+    let specs = sandbox.path().join("specs");
+    sandbox.git(&specs, &["commit", "-qam", "prod and staging"]);
+    sandbox.commit(&spec, &repo, &["--cluster", "prod"]);
+
+    // staging's tree is still the first render's: its change is traced to that render's specs.
+    let document = json(&sandbox, &spec, &repo);
+    let clusters: Vec<&str> = document["objects"].as_array().unwrap().iter().map(|o| o["cluster"].as_str().unwrap()).collect();
+    assert!(!clusters.is_empty() && clusters.iter().all(|c| *c == "staging"), "{clusters:?}");
+    let database = object(&document, "Cluster", "acme-pg");
+    let cause = &database["causes"][0];
+    assert_eq!(cause["object"], "TFRTenant acme", "{database:#}");
+    assert_eq!(cause["change"], "changed", "not 'unchanged': {database:#}");
+    assert_eq!(cause["fields"][0]["field"], "spec.postgresql.instances", "{database:#}");
+    assert_eq!(cause["fields"][0]["layer"], "environment `staging`", "{database:#}");
+    let changes: Vec<&str> = document["specChanges"].as_array().unwrap().iter().map(|c| c["cluster"].as_str().unwrap()).collect();
+    assert_eq!(changes, ["staging"], "prod's change is already rendered: {:#}", document["specChanges"]);
+}
+
+#[test]
 fn a_removed_server_is_listed_one_line_each_and_traced_to_its_removal() {
     let (sandbox, repo, spec) = committed_demo();
     let servers = spec.join("servers.yaml");
@@ -278,7 +306,7 @@ fn without_the_specs_commit_a_cause_names_the_spec_object() {
     let (code, text, _) = diff(&sandbox, &spec, &repo, &[]);
     assert_eq!(code, 1, "{}", report(&sandbox.tfrs(&["diff", path(&spec), "--repo", path(&repo)])));
     let note = "does not record the specs' commit (`Tfrs-Source-Commit`): causes name the spec objects only";
-    assert!(text.contains("note: the base commit ") && text.contains(note), "said in the report itself: {text}");
+    assert!(text.contains("note: the last render of demo on the branch") && text.contains(note), "said in the report itself: {text}");
     assert!(text.contains(&format!("cause: from TFRServer robot2 ({}:", path(&spec.join("servers.yaml")))), "{text}");
     assert!(!text.contains("\nspec: "), "no spec changes without the base's specs: {text}");
     let document = json(&sandbox, &spec, &repo);

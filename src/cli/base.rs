@@ -1,70 +1,88 @@
 //! What `tfrs diff` knows of the specs its base was rendered from. `tfrs commit` records the
-//! specs' commit and the tfrs version as trailers of each rendered commit; the specs at that
+//! specs' commit, the tfrs version, the clusters and their sealers as trailers of each rendered
+//! commit; each cluster's last render is found walking the branch back (clusters committed
+//! separately were rendered from different commits of the specs), and the specs at each such
 //! commit are read back from their own repository (the one the inputs are in), so that a
 //! changed object can be traced to the spec field that changed it.
 
 use crate::git::provenance::{self, SOURCE_COMMIT, SOURCE_DIRTY, VERSION};
 use crate::spec::{Bundle, Spec};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-/// The base's specs, when they could be read, and the tfrs that rendered it.
+/// The base's specs, as far as they could be read, and the tfrs that rendered it.
 pub(crate) struct Base {
-    /// The specs the base was rendered from and their files (named `<commit>:<path>`); empty
-    /// for a branch that does not exist yet.
-    pub specs: Option<(Spec, Bundle)>,
-    /// The base's `Tfrs-Version`, when it differs from this tfrs: `old -> new`.
+    /// Per commit of the specs the base's clusters were rendered from: those clusters and the
+    /// specs of theirs (files named `<commit>:<path>`). A branch that does not exist yet is
+    /// one group of every cluster with no specs: every spec object is new. A cluster in no
+    /// group has no known specs: its causes are unknown.
+    pub groups: Vec<(BTreeSet<String>, Spec, Bundle)>,
+    /// The base's `Tfrs-Version`s that differ from this tfrs: `old -> new`.
     pub version: Option<String>,
-    /// What limits the causes (the specs could not be read; they were read at a commit the
-    /// base was rendered from with uncommitted changes), for the report.
+    /// What limits the causes (specs that could not be read; specs read at a commit the base
+    /// was rendered from with uncommitted changes), for the report.
     pub notes: Vec<String>,
-    /// Per cluster, how the base's Secrets were sealed (backend, identity), from its
-    /// `Tfrs-Sealer` trailers.
+    /// Per cluster, how the base's Secrets were sealed (backend, identity), from the
+    /// `Tfrs-Sealer` trailer of its last render.
     pub sealers: BTreeMap<String, (String, String)>,
 }
 
-/// Reads the base of a diff: `commit` is the target branch's tip (`None` when the branch does
-/// not exist yet: every spec object is then new); `clusters`, the clusters selected (none: all).
-pub(crate) fn read(commit: Option<&git2::Commit<'_>>, inputs: &[PathBuf], overlays: &[String], clusters: &[String]) -> Base {
+/// Reads the base of a diff of `clusters` (those rendered): `commit` is the target branch's
+/// tip (`None` when the branch does not exist yet).
+pub(crate) fn read(commit: Option<&git2::Commit<'_>>, inputs: &[PathBuf], overlays: &[String], clusters: &BTreeSet<String>) -> Base {
+    let mut base = Base { groups: Vec::new(), version: None, notes: Vec::new(), sealers: BTreeMap::new() };
     let Some(commit) = commit else {
-        return Base { specs: Some((Spec::default(), Bundle::default())), version: None, notes: Vec::new(), sealers: BTreeMap::new() };
+        base.groups.push((clusters.clone(), Spec::default(), Bundle::default()));
+        return base;
     };
-    let trailers = provenance::read(commit.message().unwrap_or_default());
-    let trailer = |key: &str| trailers.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+    let renders = provenance::last_renders(commit, clusters);
     let now = super::version::line();
-    let version = trailer(VERSION).filter(|old| *old != now).map(|old| format!("{old} -> {now}"));
-    let short = &commit.id().to_string()[..12];
-    let sealers = provenance::sealers(&trailers);
-    let Some(source) = trailer(SOURCE_COMMIT) else {
-        let note =
-            format!("the base commit {short} does not record the specs' commit (`{SOURCE_COMMIT}`): causes name the spec objects only");
-        return Base { specs: None, version, notes: vec![note], sealers };
-    };
-    match specs_at(inputs, overlays, &source) {
-        Ok((mut spec, bundle)) => {
-            // NB: with `--cluster`, only the selected clusters were rendered and compared.
-            if !clusters.is_empty() {
-                spec.clusters.retain(|o| clusters.contains(&o.cluster));
-                spec.tenants.retain(|o| clusters.contains(&o.cluster));
-                spec.servers.retain(|o| clusters.contains(&o.cluster));
+    let mut versions = BTreeSet::new();
+    // Per source commit (None: not recorded), its clusters and whether any render was dirty.
+    let mut sources: BTreeMap<Option<String>, (BTreeSet<String>, bool)> = BTreeMap::new();
+    for cluster in clusters {
+        let trailers = renders.get(cluster).map_or(&[][..], Vec::as_slice);
+        let trailer = |key: &str| trailers.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        versions.extend(trailer(VERSION).filter(|old| *old != now));
+        if let Some(sealer) = provenance::sealers(trailers).remove(cluster) {
+            base.sealers.insert(cluster.clone(), sealer);
+        }
+        let source = sources.entry(trailer(SOURCE_COMMIT)).or_default();
+        source.0.insert(cluster.clone());
+        source.1 |= trailer(SOURCE_DIRTY).as_deref() == Some("true");
+    }
+    if !versions.is_empty() {
+        base.version = Some(format!("{} -> {now}", versions.into_iter().collect::<Vec<_>>().join(", ")));
+    }
+    for (source, (group, dirty)) in sources {
+        let names = group.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
+        let Some(source) = source else {
+            let tip = &commit.id().to_string()[..12];
+            base.notes.push(format!(
+                "the last render of {names} on the branch (from {tip} back) does not record the specs' commit (`{SOURCE_COMMIT}`): causes name the spec objects only"
+            ));
+            continue;
+        };
+        let short = &source[..12.min(source.len())];
+        match specs_at(inputs, overlays, &source) {
+            Ok((spec, bundle)) => {
+                if dirty {
+                    base.notes.push(format!(
+                        "{names} was rendered from the specs at {short} with uncommitted changes: causes compare with that commit, so they may name a change already rendered"
+                    ));
+                }
+                // NB: only the clusters rendered from this commit are compared with it.
+                let spec = spec.only(&group).into_owned();
+                base.groups.push((group, spec, bundle));
             }
-            let mut notes = Vec::new();
-            if trailer(SOURCE_DIRTY).as_deref() == Some("true") {
-                notes.push(format!(
-                    "the base was rendered from the specs at {} with uncommitted changes: causes compare with that commit, so they may name a change already rendered",
-                    &source[..12.min(source.len())]
+            Err(why) => {
+                base.notes.push(format!(
+                    "cannot read the specs {names} was rendered from (commit {short}): {why}; causes name the spec objects only"
                 ));
             }
-            Base { specs: Some((spec, bundle)), version, notes, sealers }
-        }
-        Err(why) => {
-            let note = format!(
-                "cannot read the specs of the base (commit {}): {why}; causes name the spec objects only",
-                &source[..12.min(source.len())]
-            );
-            Base { specs: None, version, notes: vec![note], sealers }
         }
     }
+    base
 }
 
 /// The specs of `inputs` as they were at commit `source`, validated by this tfrs.

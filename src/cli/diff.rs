@@ -10,6 +10,7 @@ use crate::layout::cluster_dirs;
 use crate::tree::cause::{self, Side};
 use crate::tree::diff::{Change, Diff, counts_text, diff};
 use serde_json::json;
+use std::collections::BTreeSet;
 use std::io::Write;
 
 /// Runs `tfrs diff`; `colour` is for the text format.
@@ -49,15 +50,14 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     let base = if found.is_empty() {
         None
     } else {
-        Some(super::base::read(commit.as_ref(), &args.inputs, &args.settings.overlays, &args.settings.clusters))
+        let clusters = spec.clusters.iter().map(|o| o.cluster.clone()).collect();
+        Some(super::base::read(commit.as_ref(), &args.inputs, &args.settings.overlays, &clusters))
     };
     if let Some(base) = &base {
         found.mark_resealed(&rendered.resealed(&base.sealers, &previous));
     }
     let mut review = crate::tree::review::review(&old, files, &found);
-    let old_side = base.as_ref().and_then(|b| b.specs.as_ref()).map(|(spec, bundle)| Side::new(spec, bundle));
-    let new_side = Side::new(&spec, &bundle);
-    let causes = if found.is_empty() { cause::Causes::default() } else { cause::trace(&found.entries, &new_side, old_side.as_ref()) };
+    let causes = base.as_ref().map(|base| traced(&found, &spec, &bundle, base)).unwrap_or_default();
     let (version, base_notes) = base.map(|b| (b.version, b.notes)).unwrap_or_default();
     review.classify_changes(&causes.entries, version.is_none());
     notes.extend(base_notes);
@@ -68,6 +68,31 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
         FailOn::Risky => !report.review.risks.is_empty(),
     };
     Ok(if failed { Status::Failure } else { Status::Success })
+}
+
+/// The causes of every entry: each group of clusters of the base (rendered from one commit of
+/// the specs) traced against the specs of that commit, and the clusters without known specs
+/// traced without.
+fn traced(found: &Diff, spec: &crate::spec::Spec, bundle: &crate::spec::Bundle, base: &super::base::Base) -> cause::Causes {
+    let mut out = cause::Causes { entries: vec![Vec::new(); found.entries.len()], spec: Vec::new() };
+    let known: BTreeSet<String> = base.groups.iter().flat_map(|(clusters, ..)| clusters.iter().cloned()).collect();
+    let unknown: BTreeSet<String> = spec.clusters.iter().map(|o| o.cluster.clone()).filter(|c| !known.contains(c)).collect();
+    let groups = base.groups.iter().map(|(clusters, spec, bundle)| (clusters, Some((spec, bundle))));
+    for (clusters, old) in groups.chain((!unknown.is_empty()).then_some((&unknown, None))) {
+        let now = spec.only(clusters);
+        let new_side = Side::new(&now, bundle);
+        let old_side = old.map(|(spec, bundle)| Side::new(spec, bundle));
+        let traced = cause::trace(&found.entries, &new_side, old_side.as_ref());
+        for ((entry, causes), mine) in found.entries.iter().zip(traced.entries).zip(&mut out.entries) {
+            if clusters.contains(&entry.cluster) {
+                *mine = causes;
+            }
+        }
+        out.spec.extend(traced.spec);
+    }
+    // NB: each group's spec changes are in order; the groups' clusters interleave.
+    out.spec.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+    out
 }
 
 /// Writes `report` in the format the flags ask for (the paths of the parts, for `--parts`).

@@ -499,7 +499,10 @@ fn prepare<R: CryptoRng + ?Sized>(
     let (old, new) = changed_files(repo, base_tree.as_ref(), files, &built.ids).map_err(read)?;
     let mut diff = diff::changes(&old, &new);
     if let Some(commit) = base.and_then(|oid| repo.find_commit(oid).ok()) {
-        let old_sealers = super::provenance::sealers(&super::provenance::read(commit.message().unwrap_or_default()));
+        let clusters = tree.sealers().into_iter().map(|(cluster, ..)| cluster).collect();
+        let renders = super::provenance::last_renders(&commit, &clusters);
+        let old_sealers =
+            renders.iter().filter_map(|(cluster, trailers)| super::provenance::sealers(trailers).remove_entry(cluster)).collect();
         diff.mark_resealed(&tree.resealed(&old_sealers, &previous));
     }
     let signature = Signature::now(&options.author.name, &options.author.email).map_err(Error::Write)?;

@@ -175,6 +175,34 @@ pub fn sealers(trailers: &[(String, String)]) -> std::collections::BTreeMap<Stri
         .collect()
 }
 
+/// How far back a branch is walked for a cluster's last render.
+pub const WALK: usize = 500;
+
+/// The trailers of each cluster's last render: walking the branch back from `tip` (first
+/// parents, at most [`WALK`] commits), the newest commit whose `Tfrs-Clusters` names it. A
+/// cluster no commit names is left out.
+#[must_use]
+pub fn last_renders(
+    tip: &git2::Commit<'_>,
+    clusters: &std::collections::BTreeSet<String>,
+) -> std::collections::BTreeMap<String, Vec<(String, String)>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut next = Some(tip.clone());
+    for _ in 0..WALK {
+        let Some(commit) = next.take() else { break };
+        let trailers = read(commit.message().unwrap_or_default());
+        let named = trailers.iter().filter(|(k, _)| k == CLUSTERS).flat_map(|(_, v)| v.split(',').map(str::trim));
+        for cluster in named.filter(|c| clusters.contains(*c)).map(str::to_owned).collect::<Vec<_>>() {
+            found.entry(cluster).or_insert_with(|| trailers.clone());
+        }
+        if found.len() == clusters.len() {
+            break;
+        }
+        next = commit.parent(0).ok();
+    }
+    found
+}
+
 /// The trailers of a commit message, in order (git's own trailer parser).
 #[must_use]
 pub fn read(message: &str) -> Vec<(String, String)> {

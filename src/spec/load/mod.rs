@@ -4,6 +4,7 @@
 //! the first error.
 
 mod overlays;
+mod parts;
 
 pub use overlays::merge;
 
@@ -73,44 +74,6 @@ pub struct Spec {
     pub tenants: Vec<Object<TenantSpec>>,
     /// `TFRServer`s, one per placement: names are unique within a cluster.
     pub servers: Vec<Object<ServerSpec>>,
-}
-
-impl Spec {
-    /// The objects placed in `cluster`: the cluster, its tenants and their servers.
-    #[must_use]
-    pub fn part(&self, cluster: &str) -> Spec {
-        Spec {
-            clusters: self.clusters.iter().filter(|o| o.cluster == cluster).cloned().collect(),
-            tenants: self.tenants.iter().filter(|o| o.cluster == cluster).cloned().collect(),
-            servers: self.servers.iter().filter(|o| o.cluster == cluster).cloned().collect(),
-        }
-    }
-
-    /// The spec of each cluster (and of objects placed in no known cluster), in which names are
-    /// unique: borrowed whole when every object is in one cluster, the common case.
-    #[must_use]
-    pub fn parts(&self) -> Vec<std::borrow::Cow<'_, Spec>> {
-        let clusters: BTreeSet<&str> = self
-            .clusters
-            .iter()
-            .map(|o| o.cluster.as_str())
-            .chain(self.tenants.iter().map(|o| o.cluster.as_str()))
-            .chain(self.servers.iter().map(|o| o.cluster.as_str()))
-            .collect();
-        if clusters.len() <= 1 {
-            return vec![std::borrow::Cow::Borrowed(self)];
-        }
-        clusters.into_iter().map(|cluster| std::borrow::Cow::Owned(self.part(cluster))).collect()
-    }
-
-    /// The part of `cluster` borrowed when it is the whole spec, else copied out.
-    #[must_use]
-    pub fn part_of(&self, cluster: &str) -> std::borrow::Cow<'_, Spec> {
-        let whole = self.clusters.iter().all(|o| o.cluster == cluster)
-            && self.tenants.iter().all(|o| o.cluster == cluster)
-            && self.servers.iter().all(|o| o.cluster == cluster);
-        if whole { std::borrow::Cow::Borrowed(self) } else { std::borrow::Cow::Owned(self.part(cluster)) }
-    }
 }
 
 /// The result of a load: the spec if there were no errors, and every diagnostic (errors and
