@@ -47,6 +47,16 @@ fn demo(sandbox: &Sandbox) -> PathBuf {
     sandbox.fixture("demo", "demo")
 }
 
+/// Removes the `kind` named `name` from a multi-document spec file.
+fn remove_document(file: &Path, kind: &str, name: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let documents: Vec<&str> = text.split("\n---\n").collect();
+    let kept: Vec<&str> =
+        documents.iter().copied().filter(|d| !d.contains(&format!("kind: {kind}\nmetadata:\n  name: {name}\n"))).collect();
+    assert_eq!(kept.len() + 1, documents.len(), "one {kind} {name} in {}", file.display());
+    std::fs::write(file, kept.join("\n---\n")).unwrap();
+}
+
 /// A sandbox with the demo fixture committed as specs, and a render of it in `gitops.git`.
 fn committed_demo() -> (Sandbox, PathBuf, PathBuf) {
     let sandbox = Sandbox::new();
@@ -129,11 +139,7 @@ fn clusters_committed_separately_are_each_compared_with_the_specs_they_were_rend
 #[test]
 fn a_removed_server_is_listed_one_line_each_and_traced_to_its_removal() {
     let (sandbox, repo, spec) = committed_demo();
-    let servers = spec.join("servers.yaml");
-    let text = std::fs::read_to_string(&servers).unwrap();
-    let start = text.find("apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata:\n  name: robot2").unwrap();
-    let end = start + text[start..].find("---\n").unwrap() + 4;
-    std::fs::write(&servers, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    remove_document(&spec.join("servers.yaml"), "TFRServer", "robot2");
 
     let (code, text, stderr) = diff(&sandbox, &spec, &repo, &[]);
     assert_eq!(code, 1, "{text}{stderr}");
@@ -258,6 +264,42 @@ fn secrets_are_told_apart_by_what_changed_them() {
 }
 
 #[test]
+fn removals_that_take_things_with_them_are_risky() {
+    let (sandbox, repo, spec) = committed_demo();
+    // The RabbitMQ operator off, and a tenant that shares its namespace removed with its server.
+    edit(&spec.join("cluster.yaml"), "rabbitmq: { enabled: true, version: v2.22.3 }", "rabbitmq: { enabled: false, version: v2.22.3 }");
+    remove_document(&spec.join("tenants.yaml"), "TFRTenant", "bob");
+    remove_document(&spec.join("servers.yaml"), "TFRServer", "bob-bot");
+    let (code, text, stderr) = diff(&sandbox, &spec, &repo, &["--fail-on", "risky"]);
+    assert_eq!(code, 1, "{text}{stderr}");
+    assert!(text.contains("RISKY: demo Kustomization flux-system/rabbitmq-cluster-operator: operator installation removed"), "{text}");
+    assert!(text.contains("RISKY: demo TFRTenant bob: tenant removed"), "{text}");
+    let (_, markdown, _) = diff(&sandbox, &spec, &repo, &["--format", "markdown"]);
+    assert!(markdown.contains("- **RISKY** removed Kustomization flux-system/rabbitmq-cluster-operator"), "{markdown}");
+}
+
+#[test]
+fn a_workload_roll_is_traced_to_what_its_pod_is_made_of_and_provided_keys_stay_provided() {
+    let (sandbox, repo, spec) = committed_demo();
+    let servers = spec.join("servers.yaml");
+    let text = std::fs::read_to_string(&servers).unwrap();
+    std::fs::write(&servers, text.replacen("tag: v1.8.0", "tag: v1.9.0", 1).replacen("replicas: 2", "replicas: 3", 1)).unwrap();
+    // And, in the same change, a provided key's file and its tenant's generated password.
+    std::fs::write(spec.join("secrets/openai-api-key.txt"), "sk-dev-only-rotated\n").unwrap();
+    edit(&spec.join("tenants.yaml"), "rotation: 1 }", "rotation: 2 }");
+    let document = json(&sandbox, &spec, &repo);
+    let fields = |kind: &str, name: &str| -> Vec<String> {
+        let object = object(&document, kind, name);
+        object["causes"][0]["fields"].as_array().unwrap().iter().map(|f| f["field"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(fields("Deployment", "robot1-api"), ["spec.image.tag", "spec.apiWorker.replicas"]);
+    assert_eq!(fields("Deployment", "robot1-robot-worker"), ["spec.image.tag"], "not the other worker's replicas");
+    let provided = &document["summary"]["secrets"]["provided-changed"];
+    assert_eq!(provided[0]["object"], "SealedSecret acme-corp/robot1-secret", "{:#}", document["summary"]);
+    assert_eq!(provided[0]["key"], "OPENAI_API_KEY", "{:#}", document["summary"]);
+}
+
+#[test]
 fn markdown_parts_hold_every_object_each_within_one_comment() {
     let sandbox = Sandbox::new();
     let spec = demo(&sandbox);
@@ -288,7 +330,7 @@ fn markdown_parts_hold_every_object_each_within_one_comment() {
     assert_eq!(details, shown, "every object is in exactly one part");
 
     let whole = diff(&sandbox, &spec, &empty, &["--format", "markdown"]).1;
-    assert!(whole.chars().count() <= 60_500, "one comment");
+    assert!(whole.chars().count() <= 60_000, "one comment, its note included: {}", whole.chars().count());
     assert!(whole.contains("more objects not shown (comment size limit); `tfrs diff --parts DIR`"), "{}", &whole[whole.len() - 300..]);
 
     let (code, stdout, stderr) = diff(&sandbox, &spec, &empty, &["--parts", path(&dir)]);

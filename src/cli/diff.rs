@@ -59,7 +59,7 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     let mut review = crate::tree::review::review(&old, files, &found);
     let causes = base.as_ref().map(|base| traced(&found, &spec, &bundle, base)).unwrap_or_default();
     let (version, base_notes) = base.map(|b| (b.version, b.notes)).unwrap_or_default();
-    review.classify_changes(&causes.entries, version.is_none());
+    refine(&mut review, &causes, &found, &spec, version.is_none());
     notes.extend(base_notes);
     let report = Report { reference: &reference, found, review, causes, version, notes };
     write_report(&report, args, commit.as_ref().map(git2::Commit::id), colour, stdout)?;
@@ -93,6 +93,34 @@ fn traced(found: &Diff, spec: &crate::spec::Spec, bundle: &crate::spec::Bundle, 
     // NB: each group's spec changes are in order; the groups' clusters interleave.
     out.spec.sort_by(|a, b| a.cluster.cmp(&b.cluster));
     out
+}
+
+/// What the review learns from the causes: changed sealed values told apart, and removed
+/// tenants (a tenant sharing its namespace removes no Namespace or data service of its own).
+fn refine(review: &mut crate::tree::review::Review, causes: &cause::Causes, found: &Diff, spec: &crate::spec::Spec, same_tfrs: bool) {
+    review.classify_changes(&causes.entries, same_tfrs, &|key| secret_data_source(found, spec, key));
+    for tenant in causes.spec.iter().filter(|c| c.change == "removed" && c.object.starts_with("TFRTenant ")) {
+        let reason = "tenant removed: its servers go, with their databases, users and credentials".to_owned();
+        review.risks.push(crate::tree::review::Risk {
+            entry: usize::MAX,
+            object: tenant.object.clone(),
+            cluster: tenant.cluster.clone(),
+            reason,
+        });
+    }
+}
+
+/// Whether a sealed value is one of a server's `secretData` keys (in `<server>-secret`) and, if
+/// so, whether it is provided (`value`, `fromFile`, `fromEnv`) rather than generated.
+fn secret_data_source(found: &Diff, spec: &crate::spec::Spec, key: &crate::tree::review::SealedKey) -> Option<bool> {
+    let entry = found.entries.get(key.entry)?;
+    let server = entry.component.strip_suffix("/config")?.rsplit_once("/servers/")?.1;
+    if entry.name.as_deref() != Some(crate::render::names::server_secret(server).as_str()) {
+        return None;
+    }
+    let object = spec.servers.iter().find(|o| o.cluster == entry.cluster && o.name() == server)?;
+    let source = object.spec.secret_data.get(&key.key)?;
+    Some(!matches!(source.form(), crate::spec::model::SecretForm::Generate(_)))
 }
 
 /// Writes `report` in the format the flags ask for (the paths of the parts, for `--parts`).

@@ -21,9 +21,11 @@ const BUDGET: usize = 60_000;
 pub(crate) fn markdown(report: &Report<'_>) -> String {
     let mut out = heading(report.reference, None);
     let blocks = blocks(report);
+    // NB: room for the closing note on what was left out.
+    const NOTE: usize = 200;
     let mut left_out = 0;
     for block in blocks {
-        if out.len() + block.len() > BUDGET {
+        if out.len() + block.len() > BUDGET - NOTE {
             left_out += 1;
         } else {
             out.push_str(&block);
@@ -111,7 +113,7 @@ fn blocks(report: &Report<'_>) -> Vec<String> {
     let mut out = vec![summary];
     let (shown, listed): (Vec<Indexed<'_>>, Vec<Indexed<'_>>) = found.entries.iter().enumerate().partition(|(_, e)| shows_diff(e));
     if !listed.is_empty() {
-        out.push(markdown_list(&listed));
+        out.push(markdown_list(report, &listed));
     }
     out.extend(shown.into_iter().map(|(index, entry)| markdown_details(report, index, entry)));
     out
@@ -180,16 +182,17 @@ fn markdown_table(report: &Report<'_>, out: &mut String) {
 }
 
 /// Removed objects and bookkeeping files, one line each (collapsed when there are many).
-fn markdown_list(entries: &[Indexed<'_>]) -> String {
+fn markdown_list(report: &Report<'_>, entries: &[Indexed<'_>]) -> String {
     let mut lines = String::new();
-    for (_, entry) in entries {
+    for &(index, entry) in entries {
+        let risky = if report.risks(index).next().is_some() { "**RISKY** " } else { "" };
         let sealed = match entry.sealed.len() {
             0 => String::new(),
             1 => ", 1 sealed value".to_owned(),
             n => format!(", {n} sealed values"),
         };
         lines.push_str(&format!(
-            "- {} {} <code>{}</code> (<code>{}</code>{sealed})\n",
+            "- {risky}{} {} <code>{}</code> (<code>{}</code>{sealed})\n",
             entry.change,
             escape_html(&entry.title()),
             escape_html(&entry.cluster),

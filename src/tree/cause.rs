@@ -198,6 +198,10 @@ fn relevant(cause: &Cause, component: &str) -> Cause {
 fn sections(component: &str) -> Vec<String> {
     let named: &[&str] = match component {
         "config" => &["spec.configData", "spec.secretData", "spec.confzData", "spec.confzCredentialOverrides"],
+        // NB: a worker's pod runs the server's image and rolls on its config's checksums.
+        "api-worker" | "robot-worker" => {
+            &["spec.image", "spec.configData", "spec.secretData", "spec.confzData", "spec.confzCredentialOverrides"]
+        }
         "db-init" => &["spec.jobs.dbInit"],
         "minio-init" => &["spec.jobs.minioInit"],
         "grafana-sa" => &["spec.jobs.grafanaServiceAccount"],
@@ -415,6 +419,9 @@ mod tests {
         let fields = |component| kept("TFRServer s", &["spec.image.tag", "spec.configData.A", "spec.jobs.dbInit"], component);
         assert_eq!(fields("namespaces/t/servers/s/config"), ["spec.configData.A"]);
         assert_eq!(fields("namespaces/t/servers/s/db-init"), ["spec.jobs.dbInit"]);
-        assert_eq!(fields("namespaces/t/servers/s/api-worker").len(), 3, "the image is not a section of its own");
+        assert_eq!(fields("namespaces/t/servers/s/api-worker"), ["spec.image.tag", "spec.configData.A"], "what its pod is made of");
+        let fields = |component| kept("TFRServer s", &["spec.image.tag", "spec.apiWorker.replicas"], component);
+        assert_eq!(fields("namespaces/t/servers/s/api-worker"), ["spec.image.tag", "spec.apiWorker.replicas"]);
+        assert_eq!(fields("namespaces/t/servers/s/robot-worker"), ["spec.image.tag"], "not the other worker's replicas");
     }
 }

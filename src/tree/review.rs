@@ -28,7 +28,8 @@ pub struct Roll {
 /// A change a reviewer must look at twice.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Risk {
-    /// The index of its entry in the diff.
+    /// The index of its entry in the diff (`usize::MAX` for a spec object, such as a removed
+    /// tenant, listed after every entry).
     #[serde(skip)]
     pub entry: usize,
     /// `Kind namespace/name` in its cluster.
@@ -77,12 +78,22 @@ impl Review {
     /// value (`provided-changed`): a `value`, `fromFile` or `fromEnv` setting, or nothing in
     /// the specs (so the content of a file or variable) while the same tfrs rendered both sides;
     /// anything else (`changed`: a value built from other settings, or causes unknown).
-    pub fn classify_changes(&mut self, causes: &[Vec<crate::tree::cause::Cause>], same_tfrs: bool) {
+    ///
+    /// `provided` says what is known of a value's own source: `Some(true)` provided,
+    /// `Some(false)` generated (a server's `secretData` key); that decides first.
+    pub fn classify_changes(
+        &mut self,
+        causes: &[Vec<crate::tree::cause::Cause>],
+        same_tfrs: bool,
+        provided: &dyn Fn(&SealedKey) -> Option<bool>,
+    ) {
         let Some(changed) = self.secrets.remove("rotated") else { return };
         for key in changed {
             let causes = causes.get(key.entry).map_or(&[][..], Vec::as_slice);
             let segments = || causes.iter().flat_map(|c| &c.fields).flat_map(|f| f.field.split(['.', '[']));
-            let verb = if segments().any(|s| s == "generate") {
+            let verb = if let Some(provided) = provided(&key) {
+                if provided { "provided-changed" } else { "rotated" }
+            } else if segments().any(|s| s == "generate") {
                 "rotated"
             } else if segments().any(|s| matches!(s, "value" | "fromFile" | "fromEnv"))
                 || (same_tfrs && !causes.is_empty() && causes.iter().all(|c| c.change == "unchanged"))
@@ -182,6 +193,11 @@ fn risks(entry: &Entry, before: Option<&Json>, after: Option<&Json>) -> Vec<Stri
             "HelmRelease" | "Application" => {
                 out.push("release removed: what it installed (an operator, its CRDs) is uninstalled".to_owned())
             }
+            // NB: a cluster component's Flux Kustomization installs an operator from its
+            // upstream source (`prune: true`): removing it uninstalls the operator and its CRDs.
+            "Kustomization" if entry.component.starts_with("cluster/") => {
+                out.push("operator installation removed: the operator and its CRDs are pruned".to_owned())
+            }
             "Cluster" | "Tenant" | "RabbitmqCluster" => out.push("data service removed".to_owned()),
             _ => {}
         }
@@ -192,11 +208,15 @@ fn risks(entry: &Entry, before: Option<&Json>, after: Option<&Json>) -> Vec<Stri
         out.push("volumeClaimTemplates changed: immutable, the StatefulSet must be recreated".to_owned());
     }
     if kind == "PersistentVolumeClaim" {
-        // NB: a storage class change is said below, by itself.
+        // NB: a storage class change and a smaller request are said below, by themselves; a
+        // larger request is a volume expansion.
         let spec = |o: &Json| {
             let mut spec = o.pointer("/spec").cloned().unwrap_or(Json::Null);
             if let Some(map) = spec.as_object_mut() {
                 map.remove("storageClassName");
+            }
+            if let Some(requests) = spec.pointer_mut("/resources/requests").and_then(Json::as_object_mut) {
+                requests.remove("storage");
             }
             spec
         };
