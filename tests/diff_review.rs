@@ -49,12 +49,12 @@ fn demo(sandbox: &Sandbox) -> PathBuf {
 
 /// Removes the `kind` named `name` from a multi-document spec file.
 fn remove_document(file: &Path, kind: &str, name: &str) {
-    let text = std::fs::read_to_string(file).unwrap();
+    let text = std::fs::read_to_string(file).expect("read the spec file");
     let documents: Vec<&str> = text.split("\n---\n").collect();
     let kept: Vec<&str> =
         documents.iter().copied().filter(|d| !d.contains(&format!("kind: {kind}\nmetadata:\n  name: {name}\n"))).collect();
     assert_eq!(kept.len() + 1, documents.len(), "one {kind} {name} in {}", file.display());
-    std::fs::write(file, kept.join("\n---\n")).unwrap();
+    std::fs::write(file, kept.join("\n---\n")).expect("write the spec file");
 }
 
 /// A sandbox with the demo fixture committed as specs, and a render of it in `gitops.git`.
