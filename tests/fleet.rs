@@ -279,6 +279,18 @@ fn a_server_placed_in_a_cluster_that_lacks_its_tenant() {
 }
 
 #[test]
+fn a_host_taken_twice_in_one_cluster_names_the_cluster() {
+    refused(
+        "servers.yaml",
+        |text| {
+            text.replace("  tenant: acme\n", "  tenant: acme\n  host: bot.example.com\n")
+                .replace("  clusters: [prod]\n", "  clusters: [prod]\n  host: bot.example.com\n")
+        },
+        "fleet/servers.yaml:18:9: spec.host: host `bot.example.com` is already used by TFRServer `helpdesk` in cluster `prod`",
+    );
+}
+
+#[test]
 fn an_environment_that_names_a_missing_object() {
     refused(
         "environments/prod.yaml",

@@ -107,9 +107,10 @@ fn shared_middleware(
                     .error_at(
                         &path,
                         format!(
-                            "personal tenants `{}` and `{}` share namespace `{namespace}` but ask for different `{component}` settings (`{}` sets it at {}:{}:{})",
+                            "personal tenants `{}` and `{}` share namespace `{namespace}`{} but ask for different `{component}` settings (`{}` sets it at {}:{}:{})",
                             first.name(),
                             tenant.name(),
+                            if tenant.cluster.is_empty() { String::new() } else { format!(" in cluster `{}`", tenant.cluster) },
                             first.name(),
                             files.name(at.file),
                             at.line,

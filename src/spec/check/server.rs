@@ -54,7 +54,8 @@ impl Servers<'_> {
         let name = server.name();
         let host = if server.spec.host.is_empty() { format!("{name}.{}.{domain}", tenant.name()) } else { server.spec.host.clone() };
         if let Some(first) = hosts.get(&host) {
-            out.push(server.error_at("spec.host", format!("host `{host}` is already used by TFRServer `{first}`")));
+            let within = if server.cluster.is_empty() { String::new() } else { format!(" in cluster `{}`", server.cluster) };
+            out.push(server.error_at("spec.host", format!("host `{host}` is already used by TFRServer `{first}`{within}")));
         } else {
             hosts.insert(host, name.to_owned());
         }
