@@ -57,7 +57,7 @@ fn stages(c: &mut Criterion) {
         let mut tree = Tree::new(Some(master.fingerprint_key()));
         tree.add(cluster, Some(sealer.clone())).ok()?;
         tree.seal(previous, &mut StdRng::seed_from_u64(seed)).ok()?;
-        Some(tree.into_files())
+        Some(tree.into_files().0)
     };
     let options = Options::default();
     let inputs = MapInputs::default();

@@ -111,6 +111,50 @@ impl fmt::Display for ObjectId {
     }
 }
 
+/// What a file holds, by content: the Git blob id of its bytes (SHA-1 over `blob <length>\0`
+/// and the bytes), so the id of a file in an output directory and of the same file in a Git
+/// tree are one value. The render memo trusts it for files it does not read again.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ContentId(pub [u8; 20]);
+
+impl ContentId {
+    /// The id of `bytes`.
+    #[must_use]
+    pub fn of(bytes: &[u8]) -> ContentId {
+        use sha1::{Digest, Sha1};
+        let mut hasher = Sha1::new();
+        hasher.update(format!("blob {}\0", bytes.len()).as_bytes());
+        hasher.update(bytes);
+        ContentId(hasher.finalize().into())
+    }
+
+    /// Parses 40 hex digits.
+    #[must_use]
+    pub fn from_hex(hex: &str) -> Option<ContentId> {
+        if hex.len() != 40 {
+            return None;
+        }
+        let mut id = [0u8; 20];
+        for (i, byte) in id.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(ContentId(id))
+    }
+}
+
+/// 40 lowercase hex digits, as Git prints a blob id.
+impl fmt::Display for ContentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl fmt::Debug for ContentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ContentId({self})")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +177,15 @@ mod tests {
         assert_eq!(ObjectId::read(&json!({"kind": "X"})), None);
         let parsed: ObjectId = serde_json::from_str(r#"{"apiVersion":"v1","kind":"Namespace","namespace":"","name":"shop"}"#).unwrap();
         assert_eq!(parsed, namespace);
+    }
+
+    #[test]
+    fn a_content_id_is_the_git_blob_id() {
+        // `printf 'hello\n' | git hash-object --stdin`
+        let id = ContentId::of(b"hello\n");
+        assert_eq!(id.to_string(), "ce013625030ba8dba906f756967f9e9ca394464a");
+        assert_eq!(ContentId::from_hex(&id.to_string()), Some(id));
+        assert_eq!(ContentId::from_hex("ce01"), None);
+        assert_eq!(ContentId::of(b"").to_string(), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
     }
 }

@@ -16,7 +16,7 @@ use crate::spec::diagnostic::Rule;
 use crate::spec::diagnostic::{FileTable, Severity, said_once};
 use crate::spec::model::SealingBackend;
 use crate::spec::{Bundle, Diagnostic, Loaded, Object, Spec};
-use crate::tree::{self, Files, Tree};
+use crate::tree::{self, Tree};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -76,10 +76,10 @@ impl Setup {
         Ok(Setup { options, master: inputs::master_key(master_key)?, inputs: inputs::OsInputs { allow_outside }, now: inputs::unix_now() })
     }
 
-    /// A memo over `tree` (the files of the last render into the same place) and the `table`
-    /// that render recorded; `None` without a master key (the memo is keyed by it).
+    /// A memo over `tree` (what the files of the last render into the same place hold now) and
+    /// the `table` that render recorded; `None` without a master key (the memo is keyed by it).
     #[must_use]
-    pub fn memo<'a>(&self, table: memo::Table, tree: &'a Files) -> Option<Memo<'a>> {
+    pub fn memo<'a>(&self, table: memo::Table, tree: &'a dyn memo::Contents) -> Option<Memo<'a>> {
         let master = self.master.as_ref()?;
         Some(Memo::new(master.memo_key(), format!("{} {}", memo_cache::build_id(), self.options.templates.digest()), table, tree))
     }

@@ -5,9 +5,11 @@ use super::args::RenderArgs;
 use super::stages::{load, report, select};
 use crate::layout;
 use crate::pipeline::{self, Built, Setup};
+use crate::render::memo;
 use crate::source::{inputs, memo_cache};
 use crate::spec::{Bundle, Spec};
-use crate::tree::{Files, Tree, write};
+use crate::tree::current::{Current, Records};
+use crate::tree::{Tree, write};
 use anyhow::bail;
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
@@ -28,50 +30,51 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let spec = select(spec, &bundle, &args.settings.clusters)?;
     let settings = &args.settings;
     let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
-    // The current tree is read once: for the memo, the sealing reuse, the change count and the
-    // write (unchanged files are linked, not written).
-    let mut old = write::read_tree(&out)?;
-    if args.check {
-        // Only the rendered part of a checkout counts (not `.git/`, a README, other files).
-        old.retain(|path, _| path.starts_with(layout::CLUSTERS));
-    }
-    let kept = kept_clusters(&spec, &old, &args.remove_clusters)?;
     // The memo of the last render into this directory (none with `--no-memo`, or when it
-    // cannot be read: then every component is templated).
+    // cannot be read: then every component is templated and every file read).
     let memo_file = (!args.no_memo).then(|| memo_cache::path(&out)).flatten();
-    let Some(Built { mut tree, memo: table, reused }) = build(&spec, &bundle, &setup, memo_file.as_deref(), &old)? else {
+    let saved = memo_file.as_deref().map(memo_cache::load).unwrap_or_default();
+    // The current tree is listed once, its files identified by their records where those still
+    // hold: for the memo, the sealing reuse, the change count and the write. Only the rendered
+    // part of a checkout counts for `--check` (not `.git/`, a README, other files).
+    let current = Current::read(&out, &saved.files, &|path| !args.check || path.starts_with(layout::CLUSTERS))?;
+    let kept = kept_clusters(&spec, &current, &args.remove_clusters)?;
+    let Some(Built { mut tree, memo: table, reused }) = build(&spec, &bundle, &setup, memo_file.is_some().then_some(saved.jobs), &current)?
+    else {
         return Ok(Status::Failure);
     };
-    let sealed = seal_against(&mut tree, &old)?;
-    let mut files = tree.into_files();
-    let objects = files.keys().filter(|p| is_object_file(p)).count();
+    let sealed = seal_against(&mut tree, &current)?;
+    let (files, unread) = tree.into_files();
+    let objects = files.keys().chain(unread.keys()).filter(|p| is_object_file(p)).count();
+    let rendered = files.len() + unread.len();
     // Other clusters' files stay as they are: unchanged, so neither written nor removed.
-    files.extend(old.iter().filter(|(path, _)| in_clusters(path, &kept)).map(|(p, b)| (p.clone(), b.clone())));
-    let changes = write::Changes::new(&files, &old);
-    let (changed, removed) = (changes.changed.len(), changes.removed.len());
+    let changes = current.changes(&files, &unread, &|path| in_clusters(path, &kept));
+    let (changed, removed) = (changes.update.changed.len(), changes.update.removed.len());
     if args.check {
-        return check_report(stdout, &args.out, files.len(), &changes, args.quiet);
+        return check_report(stdout, &args.out, rendered, &changes.update, args.quiet);
     }
     // NB: a tree that already holds exactly these files is left as it is (nothing to swap).
+    let mut written = std::collections::BTreeMap::new();
     if changed > 0 || removed > 0 || !out.join(layout::RENDERED_MARKER).exists() {
-        write::write(&out, &changes)?;
+        written = write::write(&out, &changes.update)?;
     }
+    let units = table.len();
     if let Some(file) = memo_file.as_ref() {
-        save_memo(file, &table);
+        save_memo(file, table, changes.records(&written, inputs::unix_now_nanos()));
     }
     let clusters = spec.clusters.len();
-    let notes = notes(reused, table.len(), kept.len());
+    let notes = notes(reused, units, kept.len());
     writeln!(
         stdout,
-        "rendered {clusters} cluster{} into `{}`: {objects} objects in {} files ({changed} changed, {removed} removed{notes})",
+        "rendered {clusters} cluster{} into `{}`: {objects} objects in {rendered} files ({changed} changed, {removed} removed{notes})",
         if clusters == 1 { "" } else { "s" },
         args.out.display(),
-        files.len() - kept_files(&files, &kept)
     )?;
     // NB: the process ends next; freeing tens of thousands of buffers one by one would take a
     // tenth of a large re-render.
     std::mem::forget(sealed);
-    std::mem::forget((table, files, old, spec, bundle));
+    std::mem::forget(changes);
+    std::mem::forget((files, unread, current, spec, bundle));
     Ok(Status::Success)
 }
 
@@ -81,7 +84,7 @@ const CHECK_NAMED: usize = 20;
 /// `--check`: whether the directory already holds this render; when not, the count line, then
 /// (unless `quiet`) the paths that would change and be removed, sorted, at most
 /// [`CHECK_NAMED`] of each.
-fn check_report(stdout: &mut dyn Write, out: &Path, files: usize, changes: &write::Changes<'_>, quiet: bool) -> anyhow::Result<Status> {
+fn check_report(stdout: &mut dyn Write, out: &Path, files: usize, changes: &write::Update<'_>, quiet: bool) -> anyhow::Result<Status> {
     let (changed, removed) = (changes.changed.len(), changes.removed.len());
     if changed == 0 && removed == 0 {
         writeln!(stdout, "up to date: {files} files in `{}`", out.display())?;
@@ -109,10 +112,10 @@ fn name_paths(stdout: &mut dyn Write, verb: &str, paths: &[&str]) -> std::io::Re
     Ok(())
 }
 
-/// Builds the tree, reusing what the memo in `memo_file` and the current tree `old` still hold;
-/// `None` after reporting an invalid spec.
-fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, memo_file: Option<&Path>, old: &Files) -> anyhow::Result<Option<Built>> {
-    let memo = memo_file.and_then(|file| setup.memo(memo_cache::load(file), old));
+/// Builds the tree, reusing what the memo entries `jobs` and the current tree still hold; `None`
+/// after reporting an invalid spec.
+fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, jobs: Option<memo::Table>, current: &Current) -> anyhow::Result<Option<Built>> {
+    let memo = jobs.and_then(|jobs| setup.memo(jobs, current));
     match pipeline::build(spec, bundle, setup, memo.as_ref()) {
         Ok(built) => Ok(Some(built)),
         Err(failure) => report(failure, bundle).map(|()| None),
@@ -121,9 +124,9 @@ fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, memo_file: Option<&Path>, 
 
 /// Saves the memo of this render. Only after the tree is in place, and a memo that cannot be
 /// saved costs the next render time, never correctness: the stamps are checked against the
-/// files.
-fn save_memo(file: &Path, table: &crate::render::memo::Table) {
-    if let Err(error) = memo_cache::save(file, table) {
+/// files, and a file is trusted by its record only while its stat is unchanged.
+fn save_memo(file: &Path, jobs: memo::Table, records: Records) {
+    if let Err(error) = memo_cache::save(file, jobs, records) {
         eprintln!("warning: the render memo was not saved to `{}`: {error}", file.display());
     }
 }
@@ -133,32 +136,34 @@ fn is_object_file(path: &str) -> bool {
     path.ends_with(".yaml") && !path.ends_with(layout::KUSTOMIZATION)
 }
 
-/// Seals `tree` against the current tree `old`, whose sealed objects (the files sealing may
-/// reuse) are parsed up front, in parallel; any other path asked for is parsed when asked.
+/// Seals `tree` against the current tree, whose sealed objects (the files sealing may reuse)
+/// are read and parsed up front, in parallel; any other path asked for is read when asked.
 /// Returns those parsed objects, for the caller to drop (or not) when it is done.
-fn seal_against<'a>(tree: &mut Tree, old: &'a Files) -> anyhow::Result<HashMap<&'a str, serde_json::Value>> {
+fn seal_against<'a>(tree: &mut Tree, current: &'a Current) -> anyhow::Result<HashMap<&'a str, serde_json::Value>> {
     use rayon::prelude::*;
-    let candidates: Vec<(&String, &Vec<u8>)> = old.iter().filter(|(path, _)| layout::is_sealed_file(path)).collect();
-    let sealed: HashMap<&str, serde_json::Value> =
-        candidates.into_par_iter().filter_map(|(path, bytes)| Some((path.as_str(), crate::manifest::read_object(bytes)?))).collect();
+    let candidates: Vec<&str> = current.paths().filter(|path| layout::is_sealed_file(path)).collect();
+    let sealed: HashMap<&str, serde_json::Value> = candidates
+        .into_par_iter()
+        .filter_map(|path| Some((path, crate::manifest::read_object(&current.bytes(path)?)?)))
+        .collect();
     let previous = |relative: &str| match sealed.get(relative) {
         Some(object) => Some(object.clone()),
-        None => old.get(relative).and_then(|bytes| crate::manifest::read_object(bytes)),
+        None => current.bytes(relative).and_then(|bytes| crate::manifest::read_object(&bytes)),
     };
     tree.seal(&previous, &mut inputs::system_rng())?;
     Ok(sealed)
 }
 
-/// The clusters of the current tree `old` that this render keeps as they are: every one it does
-/// not render, but those `remove` names.
+/// The clusters of the current tree that this render keeps as they are: every one it does not
+/// render, but those `remove` names.
 ///
 /// # Errors
 ///
 /// A `--remove-cluster` that names a cluster this render writes, or none of the output
 /// directory (a typo must not pass silently).
-fn kept_clusters(spec: &Spec, old: &Files, remove: &[String]) -> anyhow::Result<BTreeSet<String>> {
+fn kept_clusters(spec: &Spec, current: &Current, remove: &[String]) -> anyhow::Result<BTreeSet<String>> {
     let rendered: BTreeSet<&str> = spec.clusters.iter().map(|c| c.name()).collect();
-    let present: BTreeSet<&str> = old.keys().filter_map(|p| layout::cluster_of(p)).collect();
+    let present: BTreeSet<&str> = current.paths().filter_map(layout::cluster_of).collect();
     for name in remove {
         if rendered.contains(name.as_str()) {
             bail!("--remove-cluster `{name}`: this render writes that cluster; remove it from the inputs (or `--cluster`) first");
@@ -170,11 +175,6 @@ fn kept_clusters(spec: &Spec, old: &Files, remove: &[String]) -> anyhow::Result<
         }
     }
     Ok(present.into_iter().filter(|c| !rendered.contains(c) && !remove.iter().any(|r| r == c)).map(str::to_owned).collect())
-}
-
-/// How many of `files` belong to the `kept` clusters.
-fn kept_files(files: &Files, kept: &BTreeSet<String>) -> usize {
-    files.keys().filter(|p| in_clusters(p, kept)).count()
 }
 
 fn in_clusters(path: &str, clusters: &BTreeSet<String>) -> bool {

@@ -8,20 +8,24 @@
 //! for values layered over the cluster's shared values, their digest. The digest never leaves
 //! the process. What is kept between runs is a *stamp* per job:
 //!
-//! `stamp = HMAC-SHA256(memo_key, "tfrs/memo/v1" ‖ lp(build) ‖ lp(job) ‖ inputs ‖
-//! for each object: lp(path) ‖ lp(apiVersion) ‖ lp(kind) ‖ lp(namespace) ‖ lp(name) ‖ lp(bytes))`
+//! `stamp = HMAC-SHA256(memo_key, "tfrs/memo/v2" ‖ lp(build) ‖ lp(job) ‖ inputs ‖
+//! for each object: lp(path) ‖ lp(apiVersion) ‖ lp(kind) ‖ lp(namespace) ‖ lp(name) ‖ content id)`
 //!
-//! with the directory, identity and file of each object it produced. `build` names the tfrs build (its
-//! version and executable) and the template set, so a new tfrs or a changed template renders
-//! everything again. A stored stamp is reused only when it is recomputed, from the current
-//! inputs and the bytes now at those paths, to the same value: a hand-edited or deleted file,
+//! with the directory, identity and file of each object it produced; the content id is the Git
+//! blob id of the file's bytes ([`ContentId`]). `build` names the tfrs build (its version and
+//! executable) and the template set, so a new tfrs or a changed template renders everything
+//! again. A stored stamp is reused only when it is recomputed, from the current inputs and the
+//! content now at those paths ([`Contents`]), to the same value: a hand-edited or deleted file,
 //! a changed value, template or build, or a different master key all miss, and the job is
 //! rendered as if there were no memo. The memo holds no value and no plain hash of one (the
 //! stamp is keyed by `memo_key`, derived from the master key); without a master key there is
 //! no memo.
+//!
+//! A job given back is not read back: its objects come back *kept* ([`Resource::kept`]), with
+//! their identity and content id only, and the tree leaves their files as they are.
 
 use super::resource::Resource;
-use crate::object::ObjectId;
+use crate::object::{ContentId, ObjectId};
 use crate::secrets::bytes::push_lp;
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
@@ -71,12 +75,27 @@ impl From<Object> for Row {
 /// Every job's entry, by job key.
 pub type Table = BTreeMap<String, Entry>;
 
-/// The memo of one render: the entries of the last run and the tree that run wrote.
+/// What the files of the last render hold now, by path relative to the output root: the
+/// content id of each file still there. The output directory answers from its file records
+/// without reading what did not change since; a Git tree answers from its entries.
+pub trait Contents: Sync {
+    /// The content id of the file at `path`, or `None` when there is none.
+    fn content_id(&self, path: &str) -> Option<ContentId>;
+}
+
+/// A tree in memory answers by hashing the bytes it holds.
+impl Contents for BTreeMap<String, Vec<u8>> {
+    fn content_id(&self, path: &str) -> Option<ContentId> {
+        self.get(path).map(|bytes| ContentId::of(bytes))
+    }
+}
+
+/// The memo of one render: the entries of the last run and what its files hold now.
 pub struct Memo<'a> {
     key: Zeroizing<[u8; 32]>,
     build: String,
     previous: HashMap<String, Entry>,
-    tree: &'a BTreeMap<String, Vec<u8>>,
+    tree: &'a dyn Contents,
 }
 
 impl std::fmt::Debug for Memo<'_> {
@@ -87,25 +106,24 @@ impl std::fmt::Debug for Memo<'_> {
 
 impl<'a> Memo<'a> {
     /// A memo keyed by `key` (see [`crate::secrets::MasterKey::memo_key`]) for build `build`,
-    /// with the entries `previous` recorded by the last run and `tree`, the files now in the
-    /// output directory by relative path.
+    /// with the entries `previous` recorded by the last run and `tree`, what the output now
+    /// holds by relative path.
     #[must_use]
-    pub fn new(key: Zeroizing<[u8; 32]>, build: String, previous: Table, tree: &'a BTreeMap<String, Vec<u8>>) -> Memo<'a> {
+    pub fn new(key: Zeroizing<[u8; 32]>, build: String, previous: Table, tree: &'a dyn Contents) -> Memo<'a> {
         Memo { key, build, previous: previous.into_iter().collect(), tree }
     }
 
-    /// The objects job `job` produced last time, when its stamp still holds for `inputs` and
-    /// the files now in the tree.
+    /// The objects job `job` produced last time, kept (not read back), when its stamp still
+    /// holds for `inputs` and the files now in the tree.
     pub(crate) fn lookup(&self, job: &str, inputs: &[u8; 32]) -> Option<(Vec<Resource>, Entry)> {
         let entry = self.previous.get(job)?;
         let mut mac = self.mac(job, inputs);
         let mut resources = Vec::with_capacity(entry.objects.len());
         for object in &entry.objects {
             let path = format!("{}/{}", entry.dir, object.file);
-            let bytes = self.tree.get(&path)?;
-            let text = std::str::from_utf8(bytes).ok()?;
-            absorb(&mut mac, &path, object, bytes);
-            resources.push(Resource { id: object.id.clone(), text: text.to_owned() });
+            let content = self.tree.content_id(&path)?;
+            absorb(&mut mac, &path, object, &content);
+            resources.push(Resource { id: object.id.clone(), text: String::new(), kept: Some(content) });
         }
         let stamp = crate::secrets::bytes::to_hex(&mac.finalize().into_bytes());
         (stamp == entry.stamp).then(|| (resources, entry.clone()))
@@ -117,7 +135,8 @@ impl<'a> Memo<'a> {
         let mut mac = self.mac(job, inputs);
         let objects: Vec<Object> = resources.iter().map(|r| Object { id: r.id.clone(), file: r.id.file_name() }).collect();
         for (object, resource) in objects.iter().zip(resources) {
-            absorb(&mut mac, &format!("{dir}/{}", object.file), object, resource.text.as_bytes());
+            let content = resource.kept.unwrap_or_else(|| ContentId::of(resource.text.as_bytes()));
+            absorb(&mut mac, &format!("{dir}/{}", object.file), object, &content);
         }
         Entry { stamp: crate::secrets::bytes::to_hex(&mac.finalize().into_bytes()), dir: dir.to_owned(), objects }
     }
@@ -125,7 +144,7 @@ impl<'a> Memo<'a> {
     fn mac(&self, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(self.key.as_slice()).expect("HMAC takes any key length");
         let mut head = Vec::with_capacity(64 + self.build.len() + job.len());
-        head.extend_from_slice(b"tfrs/memo/v1");
+        head.extend_from_slice(b"tfrs/memo/v2");
         push_lp(&mut head, self.build.as_bytes());
         push_lp(&mut head, job.as_bytes());
         head.extend_from_slice(inputs);
@@ -134,15 +153,14 @@ impl<'a> Memo<'a> {
     }
 }
 
-fn absorb(mac: &mut Hmac<Sha256>, path: &str, object: &Object, bytes: &[u8]) {
+fn absorb(mac: &mut Hmac<Sha256>, path: &str, object: &Object, content: &ContentId) {
     let mut head = Vec::with_capacity(128);
     let id = &object.id;
     for field in [path, &id.api_version, &id.kind, id.namespace().unwrap_or(""), &id.name] {
         push_lp(&mut head, field.as_bytes());
     }
-    head.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+    head.extend_from_slice(&content.0);
     mac.update(&head);
-    mac.update(bytes);
 }
 
 /// The inputs digest of a job (see the module docs): SHA-256 over `parts` (each
@@ -184,7 +202,7 @@ mod tests {
     use serde_json::json;
 
     fn resource(name: &str, text: &str) -> Resource {
-        Resource { id: ObjectId::new("v1", "ConfigMap", Some("ns"), name), text: text.into() }
+        Resource { id: ObjectId::new("v1", "ConfigMap", Some("ns"), name), text: text.into(), kept: None }
     }
 
     #[test]
@@ -201,7 +219,10 @@ mod tests {
         let table: Table = [("lab/c".to_owned(), entry.clone())].into_iter().collect();
         let memo = Memo::new(Zeroizing::new([1; 32]), "b1".into(), table.clone(), &tree);
         let (found, again) = memo.lookup("lab/c", &inputs).expect("a hit");
-        assert_eq!(found, resources);
+        let kept: Vec<(ObjectId, Option<ContentId>)> = found.into_iter().map(|r| (r.id, r.kept)).collect();
+        let expected: Vec<(ObjectId, Option<ContentId>)> =
+            resources.iter().map(|r| (r.id.clone(), Some(ContentId::of(r.text.as_bytes())))).collect();
+        assert_eq!(kept, expected, "given back kept, by content id, not read");
         assert_eq!(again, entry);
 
         assert!(memo.lookup("lab/c", &inputs_digest(&[b"t.yaml"], &json!({"a": 2}))).is_none(), "other values");

@@ -5,7 +5,7 @@
 //! in memory, and a large platform holds tens of thousands of objects until the tree is built.
 
 use crate::manifest::to_yaml;
-use crate::object::ObjectId;
+use crate::object::{ContentId, ObjectId};
 use serde_json::Value as Json;
 
 /// A rendered object.
@@ -13,8 +13,12 @@ use serde_json::Value as Json;
 pub struct Resource {
     /// Which object it is.
     pub id: ObjectId,
-    /// The whole object, as the YAML document written to its file (ends with a newline).
+    /// The whole object, as the YAML document written to its file (ends with a newline);
+    /// empty when `kept`.
     pub text: String,
+    /// Set when the render memo gave this object back unread: its file in the previous tree
+    /// holds exactly these bytes (this content id), so the text is not carried at all.
+    pub kept: Option<ContentId>,
 }
 
 impl Resource {
@@ -26,7 +30,7 @@ impl Resource {
     /// As [`to_yaml`] (never, for JSON values).
     pub fn from_json(body: &Json) -> Result<Option<Resource>, serde_saphyr::ser::Error> {
         let Some(id) = ObjectId::read(body) else { return Ok(None) };
-        Ok(Some(Resource { id, text: to_yaml(body)? }))
+        Ok(Some(Resource { id, text: to_yaml(body)?, kept: None }))
     }
 
     /// The object as JSON, parsed back from its text (for tests and tools; the render itself

@@ -8,6 +8,7 @@
 //! unreadable or foreign memo is an empty one.
 
 use crate::render::memo::Table;
+use crate::tree::current::Records;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -25,23 +26,44 @@ pub(crate) fn path(out: &Path) -> Option<PathBuf> {
     Some(dir.join(format!("memo-{}.json", crate::secrets::bytes::to_hex(&digest[..16]))))
 }
 
+/// What is kept between two renders into one directory: the memo's jobs and the records of the
+/// files the last render left (`tree::current`).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Saved {
+    /// The format; another is an empty memo.
+    pub(crate) version: u32,
+    /// The memo's entries.
+    pub(crate) jobs: Table,
+    /// The files' records.
+    pub(crate) files: Records,
+}
+
+/// This format.
+const VERSION: u32 = 2;
+
 /// The memo in `file`, or an empty one.
-pub(crate) fn load(file: &Path) -> Table {
-    std::fs::read(file).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
+pub(crate) fn load(file: &Path) -> Saved {
+    std::fs::read(file)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Saved>(&bytes).ok())
+        .filter(|saved| saved.version == VERSION)
+        .unwrap_or_default()
 }
 
 /// A memo not written for this long is removed when another is saved (output directories come
 /// and go; their memos should not pile up).
 const STALE: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
-/// Writes `table` to `file` (through a temporary file and a rename, so a reader sees the old
-/// memo or the new one), and removes memos of other directories not written for 30 days.
-pub(crate) fn save(file: &Path, table: &Table) -> std::io::Result<()> {
+/// Writes `jobs` and `files` to `file` (through a temporary file and a rename, so a reader sees
+/// the old memo or the new one), and removes memos of other directories not written for 30
+/// days.
+pub(crate) fn save(file: &Path, jobs: Table, files: Records) -> std::io::Result<()> {
+    let saved = Saved { version: VERSION, jobs, files };
     let dir = file.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     prune(dir);
     let temporary = dir.join(format!(".{}.{}", file.file_name().and_then(|n| n.to_str()).unwrap_or("memo"), std::process::id()));
-    std::fs::write(&temporary, serde_json::to_vec(table).map_err(std::io::Error::other)?)?;
+    std::fs::write(&temporary, serde_json::to_vec(&saved).map_err(std::io::Error::other)?)?;
     std::fs::rename(&temporary, file).inspect_err(|_| {
         let _ = std::fs::remove_file(&temporary);
     })

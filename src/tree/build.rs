@@ -5,7 +5,7 @@
 
 use super::plan::{self, Plan};
 use crate::layout::{self, kustomization};
-use crate::object::ObjectId;
+use crate::object::{ContentId, ObjectId};
 use crate::render::{Component, RenderedCluster};
 use crate::secrets::PlainSecret;
 use crate::secrets::seal::Sealer;
@@ -119,9 +119,11 @@ pub(super) struct Pending {
     pub(super) secret: PlainSecret,
 }
 
-/// One cluster laid out: its files (all but the sealed Secrets), its plan and its Secrets.
+/// One cluster laid out: its files (all but the sealed Secrets and the kept ones), the files
+/// the memo kept as they are (by content id), its plan and its Secrets.
 pub(super) struct Laid {
     pub(super) files: Vec<(String, Vec<u8>)>,
+    pub(super) kept: Vec<(String, ContentId)>,
     pub(super) plan: Plan,
     pub(super) pending: Vec<Pending>,
 }
@@ -142,11 +144,13 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>) -> Resu
     let laid: Vec<Result<LaidComponent, Error>> =
         components.into_par_iter().map(|component| lay_out_component(&name, component, sealer)).collect();
     let mut files = Vec::new();
+    let mut kept = Vec::new();
     let mut components = Vec::with_capacity(laid.len());
     let mut pending = Vec::new();
     for laid in laid {
         let laid = laid?;
         files.extend(laid.files);
+        kept.extend(laid.kept);
         pending.extend(laid.pending);
         components.push(laid.plan);
     }
@@ -157,7 +161,10 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>) -> Resu
         let file = resource.id.file_name();
         let path = format!("{gitops_dir}/{file}");
         gitops_objects.push((resource.id, path.clone()));
-        files.push((path, resource.text.into_bytes()));
+        match resource.kept {
+            Some(content) => kept.push((path, content)),
+            None => files.push((path, resource.text.into_bytes())),
+        }
         gitops_files.push(file);
     }
     // The integrity gate: the whole tree of the cluster is known here, the same for `render`,
@@ -173,12 +180,13 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>) -> Resu
     files.push((format!("{root}/{}", layout::KUSTOMIZATION), kustomization(&["gitops"]).into_bytes()));
     let plan = Plan { cluster: name, components };
     files.push((layout::plan_path(&plan.cluster), plan.to_text().into_bytes()));
-    Ok(Laid { files, plan, pending })
+    Ok(Laid { files, kept, plan, pending })
 }
 
 /// One component laid out.
 struct LaidComponent {
     files: Vec<(String, Vec<u8>)>,
+    kept: Vec<(String, ContentId)>,
     plan: plan::Component,
     pending: Vec<Pending>,
 }
@@ -186,11 +194,10 @@ struct LaidComponent {
 fn lay_out_component(cluster: &str, mut component: Component, sealer: Option<&Sealer>) -> Result<LaidComponent, Error> {
     let dir = layout::component_dir(cluster, &component.id);
     let path = layout::component_path(&component.id);
-    // File name -> the object written there (for clash messages) and its bytes (none yet for a
-    // Secret).
-    let mut entries: BTreeMap<String, (String, Option<Vec<u8>>)> = BTreeMap::new();
+    // File name -> the object written there (for clash messages) and its body.
+    let mut entries: BTreeMap<String, (String, Body)> = BTreeMap::new();
     let mut objects = Vec::with_capacity(component.objects.len() + component.secrets.len());
-    let mut add = |id: ObjectId, bytes: Option<Vec<u8>>| -> Result<String, Error> {
+    let mut add = |id: ObjectId, bytes: Body| -> Result<String, Error> {
         let file = id.file_name();
         if let Some((first, _)) = entries.get(&file) {
             return Err(Error::FileClash { component: component.id.clone(), file, first: first.clone(), second: id.to_string() });
@@ -200,7 +207,11 @@ fn lay_out_component(cluster: &str, mut component: Component, sealer: Option<&Se
         Ok(file)
     };
     for resource in std::mem::take(&mut component.objects) {
-        add(resource.id, Some(resource.text.into_bytes()))?;
+        let body = match resource.kept {
+            Some(content) => Body::Kept(content),
+            None => Body::Bytes(resource.text.into_bytes()),
+        };
+        add(resource.id, body)?;
     }
     let mut pending = Vec::with_capacity(component.secrets.len());
     for secret in std::mem::take(&mut component.secrets) {
@@ -211,19 +222,30 @@ fn lay_out_component(cluster: &str, mut component: Component, sealer: Option<&Se
                 name: secret.name.clone(),
             });
         };
-        let file = add(sealer.target(&secret), None)?;
+        let file = add(sealer.target(&secret), Body::Sealed)?;
         pending.push(Pending { path: format!("{dir}/{file}"), component: component.id.clone(), secret });
     }
     let names: Vec<&String> = entries.keys().collect();
     let mut files = Vec::with_capacity(entries.len() + 1);
+    let mut kept = Vec::new();
     files.push((format!("{dir}/{}", layout::KUSTOMIZATION), kustomization(&names).into_bytes()));
-    for (file, (_, bytes)) in entries {
-        if let Some(bytes) = bytes {
-            files.push((format!("{dir}/{file}"), bytes));
+    for (file, (_, body)) in entries {
+        match body {
+            Body::Bytes(bytes) => files.push((format!("{dir}/{file}"), bytes)),
+            Body::Kept(content) => kept.push((format!("{dir}/{file}"), content)),
+            Body::Sealed => {}
         }
     }
     let Component { id, depends_on, .. } = component;
-    Ok(LaidComponent { files, plan: plan::Component { id, path, depends_on, objects }, pending })
+    Ok(LaidComponent { files, kept, plan: plan::Component { id, path, depends_on, objects }, pending })
+}
+
+/// What goes into an object's file: its bytes, the bytes already there (kept by the memo), or
+/// a Secret's sealed form (written by the seal step).
+enum Body {
+    Bytes(Vec<u8>),
+    Kept(ContentId),
+    Sealed,
 }
 
 #[cfg(test)]
@@ -253,7 +275,7 @@ mod tests {
         let mut tree = Tree::new(Some(master.fingerprint_key()));
         tree.add(rendered.clusters[0].clone(), Some(sealer)).expect("lays out");
         tree.seal(previous, &mut StdRng::seed_from_u64(seed)).expect("seals");
-        tree.into_files()
+        tree.into_files().0
     }
 
     #[test]
@@ -312,7 +334,7 @@ mod tests {
     fn build_plain(cluster: RenderedCluster) -> Result<Files, Error> {
         let mut tree = Tree::new(None);
         tree.add(cluster, None)?;
-        Ok(tree.into_files())
+        Ok(tree.into_files().0)
     }
 
     #[test]

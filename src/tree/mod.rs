@@ -5,7 +5,9 @@
 //!   integrity gate;
 //! - [`Tree::seal`]: the Secrets sealed into their files, reusing previous ciphertext;
 //! - [`plan`]: `plan.json`, written here and read by reconcile;
-//! - [`write`](mod@write): the output directory, replaced atomically (the only I/O here);
+//! - [`current`]: the output directory's files as a render needs them, most not read;
+//! - [`write`](mod@write): the output directory, replaced atomically (with `current`, the only
+//!   I/O here);
 //! - [`diff`]: two trees compared per object, [`fields`] per field, [`review`] for a reviewer.
 //!
 //! A [`Tree`] keeps its plaintext Secrets (zeroized on drop) until it is dropped, so that
@@ -13,6 +15,7 @@
 
 pub mod build;
 pub mod cause;
+pub mod current;
 pub mod diff;
 pub mod fields;
 mod mask;
@@ -23,6 +26,7 @@ pub mod write;
 pub use build::{Error, SameObject};
 pub use plan::Plan;
 
+use crate::object::ContentId;
 use crate::render::RenderedCluster;
 use crate::secrets::fingerprint::FingerprintKey;
 use crate::secrets::seal::{Sealer, seal};
@@ -36,10 +40,15 @@ use std::collections::BTreeMap;
 /// Files by path relative to the output root.
 pub type Files = BTreeMap<String, Vec<u8>>;
 
+/// Files the render memo kept as they are in the previous tree (not read), by path relative to
+/// the output root: their content id. Empty for a render without a memo.
+pub type Kept = BTreeMap<String, ContentId>;
+
 /// The rendered tree of one or more clusters.
 #[derive(Default)]
 pub struct Tree {
     files: Files,
+    kept: Kept,
     plans: Vec<Plan>,
     /// Per cluster (as `plans`), how its Secrets are sealed.
     sealers: Vec<Option<Sealer>>,
@@ -74,6 +83,7 @@ impl Tree {
         let laid = build::lay_out(cluster, sealer.as_ref())?;
         let index = self.plans.len();
         self.files.extend(laid.files);
+        self.kept.extend(laid.kept);
         self.plans.push(laid.plan);
         self.sealers.push(sealer);
         self.pending.extend(laid.pending.into_iter().map(|p| (index, p)));
@@ -162,16 +172,23 @@ impl Tree {
         out
     }
 
-    /// Every file, by path relative to the output root (the sealed Secrets once sealed).
+    /// Every file but the kept ones, by path relative to the output root (the sealed Secrets
+    /// once sealed).
     #[must_use]
     pub fn files(&self) -> &Files {
         &self.files
     }
 
-    /// The files, giving up the rest (the plaintext Secrets are zeroized).
+    /// The files the memo kept as they are in the previous tree (none without a memo).
     #[must_use]
-    pub fn into_files(self) -> Files {
-        self.files
+    pub fn kept(&self) -> &Kept {
+        &self.kept
+    }
+
+    /// The files and the kept files, giving up the rest (the plaintext Secrets are zeroized).
+    #[must_use]
+    pub fn into_files(self) -> (Files, Kept) {
+        (self.files, self.kept)
     }
 
     /// The plans, one per cluster, in the order the clusters were added.

@@ -148,39 +148,52 @@ pub fn check_writable(out: &Path) -> anyhow::Result<()> {
 ///
 /// I/O errors.
 pub fn read_tree(out: &Path) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
-    let mut paths = Vec::new();
-    if out.exists() {
-        walk(out, out, &mut paths)?;
-    }
-    let read: Vec<anyhow::Result<(String, Vec<u8>)>> = paths
+    let read: Vec<anyhow::Result<(String, Vec<u8>)>> = list(out)?
         .into_par_iter()
-        .map(|(relative, path)| {
+        .map(|(relative, _)| {
+            let path = out.join(&relative);
             let bytes = fs::read(&path).with_context(|| format!("cannot read `{}`", path.display()))?;
             Ok((relative, bytes))
         })
         .collect();
-    let mut files = read.into_iter().collect::<anyhow::Result<BTreeMap<_, _>>>()?;
-    files.remove(MARKER);
+    read.into_iter().collect()
+}
+
+/// Every file below `out` (except the marker) by relative path, with its stat; empty when `out`
+/// does not exist.
+///
+/// # Errors
+///
+/// I/O errors.
+pub fn list(out: &Path) -> anyhow::Result<Vec<(String, Stat)>> {
+    let mut files = Vec::new();
+    if out.exists() {
+        walk(out, out, &mut files)?;
+    }
+    files.retain(|(relative, _)| relative != MARKER);
     Ok(files)
 }
 
-/// The files below `dir`, by path relative to `root`. Subdirectories are walked in parallel (a
-/// large tree has tens of thousands of directories).
-fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> anyhow::Result<()> {
+/// The files below `dir`, by path relative to `root`, with their stats. Subdirectories are
+/// walked in parallel (a large tree has tens of thousands of directories).
+fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, Stat)>) -> anyhow::Result<()> {
     let mut subdirectories = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))? {
         let entry = entry?;
         let path = entry.path();
+        let kind = entry.file_type()?;
         // NB: `file_type` does not follow symlinks, `is_dir` does: keep following them, as
         // before, for a symlinked directory below a `--templates` root.
-        if entry.file_type().is_ok_and(|t| t.is_dir()) || (entry.file_type().is_ok_and(|t| t.is_symlink()) && path.is_dir()) {
+        if kind.is_dir() || (kind.is_symlink() && path.is_dir()) {
             subdirectories.push(path);
         } else {
+            let meta = if kind.is_symlink() { fs::metadata(&path) } else { entry.metadata() };
+            let meta = meta.with_context(|| format!("cannot read `{}`", path.display()))?;
             let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
-            files.push((relative, path));
+            files.push((relative, Stat::of(&meta)));
         }
     }
-    let nested: Vec<anyhow::Result<Vec<(String, PathBuf)>>> = subdirectories
+    let nested: Vec<anyhow::Result<Vec<(String, Stat)>>> = subdirectories
         .into_par_iter()
         .map(|path| {
             let mut below = Vec::new();
@@ -207,44 +220,71 @@ struct Journal {
     write: Vec<String>,
 }
 
-/// A rendered tree against the tree now in the output directory.
-pub struct Changes<'a> {
-    /// The rendered files, by path relative to the output directory.
-    pub files: &'a BTreeMap<String, Vec<u8>>,
-    /// The files now there (as [`read_tree`] returned them, or none).
-    pub old: &'a BTreeMap<String, Vec<u8>>,
-    /// Rendered files that are new or whose bytes differ.
-    pub changed: Vec<&'a str>,
-    /// Files now there that are not rendered any more.
-    pub removed: Vec<&'a str>,
+/// A file's identity on disk, as the render memo records it: size, modification time
+/// (nanoseconds since the epoch) and inode. A file whose stat still equals the recorded one
+/// (and was not written just before the record, see `tree::current`) is trusted to hold what
+/// was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stat {
+    /// Bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime: u64,
+    /// Inode number (0 where the platform has none).
+    pub ino: u64,
 }
 
-impl<'a> Changes<'a> {
-    /// What writing `files` over `old` changes.
+impl Stat {
+    /// The stat of `meta`.
     #[must_use]
-    pub fn new(files: &'a BTreeMap<String, Vec<u8>>, old: &'a BTreeMap<String, Vec<u8>>) -> Changes<'a> {
-        let changed = files.iter().filter(|(path, bytes)| old.get(*path) != Some(*bytes)).map(|(path, _)| path.as_str()).collect();
-        let removed = old.keys().filter(|path| !files.contains_key(*path)).map(String::as_str).collect();
-        Changes { files, old, changed, removed }
+    pub fn of(meta: &fs::Metadata) -> Stat {
+        let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+        #[cfg(unix)]
+        let ino = std::os::unix::fs::MetadataExt::ino(meta);
+        #[cfg(not(unix))]
+        let ino = 0;
+        Stat { size: meta.len(), mtime: u64::try_from(mtime).unwrap_or(u64::MAX), ino }
     }
 }
 
-/// Replaces `out` with exactly `changes.files` (paths relative to `out`), atomically as
-/// described in the module docs: by an update when the current tree is a tfrs tree and fewer
-/// than half of its files change, by a swap otherwise. Files are written in parallel.
+/// What writing a render does to the output directory.
+pub struct Update<'a> {
+    /// The rendered files' bytes, by path relative to the output directory (the kept files
+    /// aside, which are not in memory).
+    pub files: &'a BTreeMap<String, Vec<u8>>,
+    /// Paths of `files` that are new or whose bytes differ from the file there.
+    pub changed: Vec<&'a str>,
+    /// Files there that are not rendered any more.
+    pub removed: Vec<&'a str>,
+    /// Files there that stay as they are (unchanged, kept by the memo, other clusters').
+    pub unchanged: Vec<&'a str>,
+}
+
+impl Update<'_> {
+    /// How many files the tree holds once written.
+    #[must_use]
+    pub fn total(&self) -> usize {
+        self.changed.len() + self.unchanged.len()
+    }
+}
+
+/// Replaces `out` with the rendered tree, atomically as described in the module docs: by an
+/// update when the current tree is a tfrs tree and fewer than half of its files change, by a
+/// swap otherwise. Files are written in parallel. Returns the stat of every file it wrote.
 ///
 /// # Errors
 ///
 /// I/O errors; the previous tree is then left in place, or, past an update's point of no
 /// return, completed by the next run.
-pub fn write(out: &Path, changes: &Changes<'_>) -> anyhow::Result<()> {
+pub fn write(out: &Path, update: &Update<'_>) -> anyhow::Result<BTreeMap<String, Stat>> {
     recover(out)?;
     check_writable(out)?;
-    let Changes { files, old, changed, removed } = changes;
-    if out.join(MARKER).is_file() && (changed.len() + removed.len()) * 2 < files.len().max(old.len()) {
-        return update(out, files, changed, removed);
+    let (changed, removed) = (&update.changed, &update.removed);
+    let before = update.unchanged.len() + removed.len() + changed.len();
+    if out.join(MARKER).is_file() && (changed.len() + removed.len()) * 2 < update.total().max(before) {
+        return journaled(out, update.files, changed, removed);
     }
-    swap(out, files, old)
+    swap(out, update)
 }
 
 /// Creates, below `root`, the directory of every path in `paths` (in parallel).
@@ -255,21 +295,35 @@ fn create_parents<'a>(root: &Path, paths: impl Iterator<Item = &'a str>) -> std:
 }
 
 /// Writes only `changed` (and removes `removed`) in place, through a journal.
-fn update(out: &Path, files: &BTreeMap<String, Vec<u8>>, changed: &[&str], removed: &[&str]) -> anyhow::Result<()> {
-    let update = stage(out, files, changed, removed)?;
+fn journaled(out: &Path, files: &BTreeMap<String, Vec<u8>>, changed: &[&str], removed: &[&str]) -> anyhow::Result<BTreeMap<String, Stat>> {
+    let (update, stats) = stage(out, files, changed, removed)?;
     carry_out(out, &update)
-        .with_context(|| format!("the update of `{}` was interrupted; the next `tfrs render` into it finishes it first", out.display()))
+        .with_context(|| format!("the update of `{}` was interrupted; the next `tfrs render` into it finishes it first", out.display()))?;
+    Ok(stats)
+}
+
+/// Writes `bytes` to `path` and returns the new file's stat (a rename keeps it).
+fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<Stat> {
+    use std::io::Write as _;
+    let mut file = fs::File::create(path)?;
+    file.write_all(bytes)?;
+    Ok(Stat::of(&file.metadata()?))
 }
 
 /// Stages an update: the changed files, then its journal (the point of no return). Returns the
-/// update directory; on error nothing is left behind.
-fn stage(out: &Path, files: &BTreeMap<String, Vec<u8>>, changed: &[&str], removed: &[&str]) -> anyhow::Result<PathBuf> {
+/// update directory and the staged files' stats; on error nothing is left behind.
+fn stage(out: &Path, files: &BTreeMap<String, Vec<u8>>, changed: &[&str], removed: &[&str]) -> anyhow::Result<(PathBuf, BTreeMap<String, Stat>)> {
     let update = sibling(out, "tfrs-update");
     let staged = update.join(STAGED);
+    let mut stats = BTreeMap::new();
     let result = (|| -> anyhow::Result<()> {
         fs::create_dir_all(&staged)?;
         create_parents(&staged, changed.iter().copied())?;
-        changed.par_iter().try_for_each(|path| fs::write(staged.join(path), &files[*path]))?;
+        let written: Vec<(String, Stat)> = changed
+            .par_iter()
+            .map(|path| write_file(&staged.join(path), &files[*path]).map(|stat| ((*path).to_owned(), stat)))
+            .collect::<std::io::Result<_>>()?;
+        stats.extend(written);
         let journal =
             Journal { remove: removed.iter().map(|p| (*p).to_owned()).collect(), write: changed.iter().map(|p| (*p).to_owned()).collect() };
         let partial = update.join(format!("{JOURNAL}.partial"));
@@ -282,7 +336,7 @@ fn stage(out: &Path, files: &BTreeMap<String, Vec<u8>>, changed: &[&str], remove
         let _ = fs::remove_dir_all(&update);
         return Err(error.context(format!("cannot write `{}`", update.display())));
     }
-    Ok(update)
+    Ok((update, stats))
 }
 
 /// Carries out the journal of `update` on `out`, then removes `update`. Every step may be
@@ -329,23 +383,27 @@ fn carry_out(out: &Path, update: &Path) -> anyhow::Result<()> {
 }
 
 /// Writes the whole tree beside `out` (unchanged files hard-linked from the current tree, which
-/// is never modified) and swaps it in.
-fn swap(out: &Path, files: &BTreeMap<String, Vec<u8>>, old: &BTreeMap<String, Vec<u8>>) -> anyhow::Result<()> {
+/// is never modified, or copied where a link cannot be made) and swaps it in.
+fn swap(out: &Path, update: &Update<'_>) -> anyhow::Result<BTreeMap<String, Stat>> {
     let staging = sibling(out, "tfrs-new");
     if let Some(parent) = staging.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).with_context(|| format!("cannot create `{}`", parent.display()))?;
     }
+    let mut stats = BTreeMap::new();
     let result = (|| -> anyhow::Result<()> {
         fs::create_dir_all(&staging)?;
         fs::write(staging.join(MARKER), MARKER_TEXT)?;
-        create_parents(&staging, files.keys().map(String::as_str))?;
-        files.par_iter().try_for_each(|(relative, bytes)| -> std::io::Result<()> {
-            let path = staging.join(relative);
-            if old.get(relative) == Some(bytes) && fs::hard_link(out.join(relative), &path).is_ok() {
-                return Ok(());
-            }
-            fs::write(&path, bytes)
+        create_parents(&staging, update.changed.iter().chain(&update.unchanged).copied())?;
+        update.unchanged.par_iter().try_for_each(|relative| -> std::io::Result<()> {
+            let (from, to) = (out.join(relative), staging.join(relative));
+            fs::hard_link(&from, &to).or_else(|_| fs::copy(&from, &to).map(drop))
         })?;
+        let written: Vec<(String, Stat)> = update
+            .changed
+            .par_iter()
+            .map(|relative| write_file(&staging.join(relative), &update.files[*relative]).map(|stat| ((*relative).to_owned(), stat)))
+            .collect::<std::io::Result<_>>()?;
+        stats.extend(written);
         Ok(())
     })();
     if let Err(error) = result {
@@ -363,7 +421,7 @@ fn swap(out: &Path, files: &BTreeMap<String, Vec<u8>>, old: &BTreeMap<String, Ve
     if old.exists() {
         remove_tree(&old).with_context(|| format!("cannot remove `{}`", old.display()))?;
     }
-    Ok(())
+    Ok(stats)
 }
 
 /// `remove_dir_all`, with the files unlinked in parallel first (a tree of 55,000 files).
@@ -390,6 +448,16 @@ fn remove_tree(dir: &Path) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    /// Writing `new` over `old` (both whole trees in memory).
+    fn changes<'a>(new: &'a BTreeMap<String, Vec<u8>>, old: &'a BTreeMap<String, Vec<u8>>) -> Update<'a> {
+        let mut update = Update { files: new, changed: Vec::new(), removed: Vec::new(), unchanged: Vec::new() };
+        for (path, bytes) in new {
+            if old.get(path) == Some(bytes) { update.unchanged.push(path) } else { update.changed.push(path) }
+        }
+        update.removed = old.keys().filter(|p| !new.contains_key(*p)).map(String::as_str).collect();
+        update
+    }
+
     fn tree(entries: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
         entries.iter().map(|(path, text)| ((*path).to_owned(), text.as_bytes().to_vec())).collect()
     }
@@ -401,7 +469,7 @@ mod tests {
         let out = temp.path().join("out");
         let files: BTreeMap<String, Vec<u8>> =
             (0..n).map(|i| (format!("clusters/c/servers/s{i}/configmap-s{i}.yaml"), format!("i: {i}\n").into_bytes())).collect();
-        write(&out, &Changes::new(&files, &BTreeMap::new())).unwrap();
+        write(&out, &changes(&files, &BTreeMap::new())).unwrap();
         assert_eq!(read_tree(&out).unwrap(), files);
         (temp, out, files)
     }
@@ -420,7 +488,7 @@ mod tests {
         new.insert("clusters/c/servers/s10/secret-s10.yaml".into(), b"new\n".to_vec());
         #[cfg(unix)]
         let (untouched, root) = (inode(&out.join("clusters/c/servers/s0/configmap-s0.yaml")), inode(&out));
-        write(&out, &Changes::new(&new, &read_tree(&out).unwrap())).unwrap();
+        write(&out, &changes(&new, &read_tree(&out).unwrap())).unwrap();
         assert_eq!(read_tree(&out).unwrap(), new);
         assert!(!out.join("clusters/c/servers/s4").exists(), "a directory the update emptied is removed");
         assert!(out.join(MARKER).is_file());
@@ -434,12 +502,14 @@ mod tests {
     }
 
     #[test]
-    fn a_large_change_swaps_the_whole_tree() {
+    fn a_large_change_swaps_the_whole_tree_and_reports_what_it_wrote() {
         let (_temp, out, old) = rendered(4);
         let new = tree(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/servers/s0/configmap-s0.yaml", "i: 0\n")]);
         #[cfg(unix)]
         let (kept, root) = (inode(&out.join("clusters/c/servers/s0/configmap-s0.yaml")), inode(&out));
-        write(&out, &Changes::new(&new, &old)).unwrap();
+        let written = write(&out, &changes(&new, &old)).unwrap();
+        assert_eq!(written.keys().collect::<Vec<_>>(), ["clusters/c/a.yaml"], "only the new file is written");
+        assert_eq!(written["clusters/c/a.yaml"], Stat::of(&fs::metadata(out.join("clusters/c/a.yaml")).unwrap()));
         assert_eq!(read_tree(&out).unwrap(), new);
         assert!(!out.join("clusters/c/servers/s1").exists());
         assert!(!sibling(&out, "tfrs-old").exists() && !sibling(&out, "tfrs-new").exists());
@@ -457,7 +527,7 @@ mod tests {
         new.insert("clusters/c/servers/s2/configmap-s2.yaml".into(), b"two\n".to_vec());
         new.remove("clusters/c/servers/s5/configmap-s5.yaml");
         let changed = ["clusters/c/servers/s1/configmap-s1.yaml", "clusters/c/servers/s2/configmap-s2.yaml"];
-        let update = stage(&out, &new, &changed, &["clusters/c/servers/s5/configmap-s5.yaml"]).unwrap();
+        let (update, _) = stage(&out, &new, &changed, &["clusters/c/servers/s5/configmap-s5.yaml"]).unwrap();
         // Killed half-way: one staged file moved in, the removal not done.
         fs::rename(update.join(STAGED).join(changed[0]), out.join(changed[0])).unwrap();
         assert_ne!(read_tree(&out).unwrap(), new);
@@ -474,7 +544,7 @@ mod tests {
         let (_temp, out, mut new) = rendered(10);
         check_settled(&out.join("clusters/c")).unwrap();
         new.insert("clusters/c/servers/s1/configmap-s1.yaml".into(), b"one\n".to_vec());
-        stage(&out, &new, &["clusters/c/servers/s1/configmap-s1.yaml"], &[]).unwrap();
+        let _ = stage(&out, &new, &["clusters/c/servers/s1/configmap-s1.yaml"], &[]).unwrap();
         let error = check_settled(&out.join("clusters/c")).unwrap_err().to_string();
         assert!(error.contains("part-way through an update"), "{error}");
         recover(&out).unwrap();
@@ -486,7 +556,7 @@ mod tests {
         let (_temp, out, old) = rendered(10);
         let mut new = old.clone();
         new.insert("clusters/c/servers/s1/configmap-s1.yaml".into(), b"one\n".to_vec());
-        let update = stage(&out, &new, &["clusters/c/servers/s1/configmap-s1.yaml"], &[]).unwrap();
+        let (update, _) = stage(&out, &new, &["clusters/c/servers/s1/configmap-s1.yaml"], &[]).unwrap();
         fs::remove_file(update.join(JOURNAL)).unwrap(); // killed before the journal was renamed into place
         recover(&out).unwrap();
         assert_eq!(read_tree(&out).unwrap(), old);

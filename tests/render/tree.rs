@@ -233,3 +233,45 @@ fn a_markdown_diff_of_a_large_change_stays_under_a_pull_request_comment() {
     assert_eq!(output.status.code(), Some(1), "{}", report(&output));
     assert!(output.stdout.len() < 65_536, "{} bytes", output.stdout.len());
 }
+
+/// A file the memo's records still describe (same size, modification time and inode) is not
+/// read back: a byte changed behind the stat's back goes unseen, the way Git's index trusts a
+/// file's stat. Any ordinary edit moves the modification time, and is seen and undone.
+#[test]
+fn files_whose_stat_is_unchanged_are_not_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let memos = dir.path().join("memos");
+    let run = || {
+        let output = common::fixture_command()
+            .env("TFRS_CACHE_DIR", &memos)
+            .args(["render", "fixtures/demo", "--out", out.to_str().unwrap()])
+            .output()
+            .expect("tfrs runs");
+        assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    run();
+    // Records of files written just before they were saved are not trusted (an edit within the
+    // same clock tick would keep the stat): wait that out, and render again to record them.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    run();
+    let file = out.join("clusters/demo/components/namespaces/acme-corp/servers/robot1/config/configmap-robot1-config.yaml");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let sneaky = original.replacen("prod", "dorp", 1);
+    assert_eq!(sneaky.len(), original.len());
+    {
+        let handle = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        std::io::Write::write_all(&mut &handle, sneaky.as_bytes()).unwrap();
+        handle.set_modified(modified).unwrap();
+    }
+    let stdout = run();
+    assert!(stdout.contains("(0 changed, 0 removed; "), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), sneaky, "trusted by its stat, not read");
+    // An ordinary edit (a new modification time) is seen, and the file restored.
+    std::fs::write(&file, &sneaky).unwrap();
+    let stdout = run();
+    assert!(stdout.contains("(1 changed, 0 removed; "), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+}

@@ -1,0 +1,262 @@
+//! The tree now in the output directory, read only as far as a render needs it.
+//!
+//! A render compares what it renders with what is there, gives back the memo's units whose
+//! files are unchanged, and reuses the ciphertext of sealed Secrets. Reading back every file of
+//! a large tree (55,000 files) for that costs more than the rest of a one-server re-render, so
+//! the render memo also keeps a [`Records`] of the files the last render left: per file its
+//! [`Stat`] and content id. A file whose stat still equals its record is trusted to hold the
+//! recorded content without being read, the way Git's index trusts a file's stat; any other file
+//! is read and hashed. A record is not trusted for a file modified less than [`RACY`] before
+//! the records were saved: an edit within the same clock tick as our own write would leave the
+//! stat unchanged (Git calls such entries "racily clean"). Sealed Secrets are always read, for
+//! their ciphertext.
+
+use super::write::{self, Stat};
+use super::{Files, Kept};
+use crate::object::ContentId;
+use crate::render::memo::Contents;
+use anyhow::Context as _;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// A record younger than this when the records were saved is not trusted (nanoseconds).
+pub const RACY: u64 = 2_000_000_000;
+
+/// What the last render recorded of the files it left: when, and per file its stat and content.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Records {
+    /// When the records were saved, nanoseconds since the Unix epoch.
+    pub saved: u64,
+    /// Per path relative to the output directory.
+    pub files: BTreeMap<String, Record>,
+}
+
+/// One file's record: `[size, mtime, inode, content id]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "RecordRow", into = "RecordRow")]
+pub struct Record {
+    /// The file's stat when it was written or last read.
+    pub stat: Stat,
+    /// What it holds.
+    pub content: ContentId,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RecordRow(u64, u64, u64, String);
+
+impl From<RecordRow> for Record {
+    fn from(RecordRow(size, mtime, ino, hex): RecordRow) -> Record {
+        // NB: a damaged id is one that matches no file: the file is then read.
+        Record { stat: Stat { size, mtime, ino }, content: ContentId::from_hex(&hex).unwrap_or(ContentId([0; 20])) }
+    }
+}
+
+impl From<Record> for RecordRow {
+    fn from(Record { stat, content }: Record) -> RecordRow {
+        RecordRow(stat.size, stat.mtime, stat.ino, content.to_string())
+    }
+}
+
+/// The files now in the output directory: every path with its stat and content id, and the
+/// bytes of those that had to be read.
+#[derive(Debug, Default)]
+pub struct Current {
+    root: PathBuf,
+    files: BTreeMap<String, (Stat, ContentId)>,
+    read: HashMap<String, Vec<u8>>,
+    /// How many files were trusted by their record.
+    pub trusted: usize,
+}
+
+impl Current {
+    /// Lists `out` (the files `keep` accepts) and identifies each file: by its record in
+    /// `records` when its stat still matches, else by reading it (in parallel).
+    ///
+    /// # Errors
+    ///
+    /// I/O errors.
+    pub fn read(out: &Path, records: &Records, keep: &dyn Fn(&str) -> bool) -> anyhow::Result<Current> {
+        let mut listed = write::list(out)?;
+        listed.retain(|(path, _)| keep(path));
+        let trusted = |path: &str, stat: &Stat| {
+            records.files.get(path).filter(|r| r.stat == *stat && r.stat.mtime.saturating_add(RACY) <= records.saved).map(|r| r.content)
+        };
+        let identified: Vec<anyhow::Result<(String, Stat, ContentId, Option<Vec<u8>>)>> = listed
+            .into_par_iter()
+            .map(|(path, stat)| {
+                if let Some(content) = trusted(&path, &stat) {
+                    return Ok((path, stat, content, None));
+                }
+                let file = out.join(&path);
+                let bytes = std::fs::read(&file).with_context(|| format!("cannot read `{}`", file.display()))?;
+                Ok((path, stat, ContentId::of(&bytes), Some(bytes)))
+            })
+            .collect();
+        let mut current = Current { root: out.to_path_buf(), ..Current::default() };
+        for item in identified {
+            let (path, stat, content, bytes) = item?;
+            match bytes {
+                Some(bytes) => drop(current.read.insert(path.clone(), bytes)),
+                None => current.trusted += 1,
+            }
+            current.files.insert(path, (stat, content));
+        }
+        Ok(current)
+    }
+
+    /// The bytes of the file at `path` (read now if they were not yet); `None` when there is no
+    /// such file or it cannot be read.
+    #[must_use]
+    pub fn bytes(&self, path: &str) -> Option<std::borrow::Cow<'_, [u8]>> {
+        if !self.files.contains_key(path) {
+            return None;
+        }
+        match self.read.get(path) {
+            Some(bytes) => Some(std::borrow::Cow::Borrowed(bytes)),
+            None => std::fs::read(self.root.join(path)).ok().map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// Every path, in order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(String::as_str)
+    }
+
+    /// How many files there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Compares the rendered `files` and `kept` files with these: what changes, what is
+    /// removed, what stays. Paths for which `stays` holds (other clusters' files) stay as they
+    /// are although not rendered. Rendered files are hashed in parallel.
+    #[must_use]
+    pub fn changes<'a>(&'a self, files: &'a Files, kept: &'a Kept, stays: &dyn Fn(&str) -> bool) -> Changes<'a> {
+        let ids: BTreeMap<&'a str, ContentId> = files.par_iter().map(|(path, bytes)| (path.as_str(), ContentId::of(bytes))).collect();
+        let mut update = write::Update { files, changed: Vec::new(), removed: Vec::new(), unchanged: Vec::new() };
+        for (path, id) in &ids {
+            match self.files.get(*path) {
+                Some((_, old)) if old == id => update.unchanged.push(path),
+                _ => update.changed.push(path),
+            }
+        }
+        update.unchanged.extend(kept.keys().map(String::as_str));
+        for path in self.files.keys() {
+            if files.contains_key(path) || kept.contains_key(path) {
+                continue;
+            }
+            if stays(path) { update.unchanged.push(path) } else { update.removed.push(path) }
+        }
+        Changes { update, ids, current: self, kept }
+    }
+}
+
+impl Contents for Current {
+    fn content_id(&self, path: &str) -> Option<ContentId> {
+        self.files.get(path).map(|(_, content)| *content)
+    }
+}
+
+/// A render against the current tree: the write it takes, and what to record after it.
+pub struct Changes<'a> {
+    /// What writing it does.
+    pub update: write::Update<'a>,
+    ids: BTreeMap<&'a str, ContentId>,
+    current: &'a Current,
+    kept: &'a Kept,
+}
+
+impl Changes<'_> {
+    /// The records of the tree once written: `written` are the stats of the files the write
+    /// wrote; every other file keeps its current stat. Saved at `saved`.
+    #[must_use]
+    pub fn records(&self, written: &BTreeMap<String, Stat>, saved: u64) -> Records {
+        let mut records = Records { saved, files: BTreeMap::new() };
+        for path in self.update.changed.iter().chain(&self.update.unchanged) {
+            let content = self.ids.get(path).or_else(|| self.kept.get(*path)).copied().or_else(|| self.current.content_id(path));
+            let stat = written.get(*path).copied().or_else(|| self.current.files.get(*path).map(|(stat, _)| *stat));
+            if let (Some(stat), Some(content)) = (stat, content) {
+                records.files.insert((*path).to_owned(), Record { stat, content });
+            }
+        }
+        records
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn files(entries: &[(&str, &str)]) -> Files {
+        entries.iter().map(|(p, t)| ((*p).to_owned(), t.as_bytes().to_vec())).collect()
+    }
+
+    fn now() -> u64 {
+        u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()).unwrap()
+    }
+
+    /// Writes `tree` into a new `out` and returns it with the records a render would save.
+    fn rendered(tree: &Files) -> (tempfile::TempDir, PathBuf, Records) {
+        let temp = tempfile::tempdir().unwrap();
+        let out = temp.path().join("out");
+        let current = Current::read(&out, &Records::default(), &|_| true).unwrap();
+        let kept = Kept::new();
+        let changes = current.changes(tree, &kept, &|_| false);
+        let written = write::write(&out, &changes.update).unwrap();
+        // Saved well after the writes: no record is racy.
+        let records = changes.records(&written, now() + 2 * RACY);
+        (temp, out, records)
+    }
+
+    #[test]
+    fn a_file_whose_stat_matches_its_record_is_trusted_unread_and_any_other_is_read() {
+        let tree = files(&[("clusters/c/a.yaml", "a: 1\n"), ("clusters/c/b.yaml", "b: 1\n")]);
+        let (_temp, out, records) = rendered(&tree);
+        assert_eq!(records.files.len(), 2);
+        let current = Current::read(&out, &records, &|_| true).unwrap();
+        assert_eq!((current.trusted, current.read.len()), (2, 0));
+        assert_eq!(current.content_id("clusters/c/a.yaml"), Some(ContentId::of(b"a: 1\n")));
+        assert_eq!(current.bytes("clusters/c/b.yaml").as_deref(), Some(&b"b: 1\n"[..]), "read on demand");
+
+        // An edit of the same size: the modification time differs, so the file is read.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(out.join("clusters/c/a.yaml"), "a: 2\n").unwrap();
+        let current = Current::read(&out, &records, &|_| true).unwrap();
+        assert_eq!(current.trusted, 1);
+        assert_eq!(current.content_id("clusters/c/a.yaml"), Some(ContentId::of(b"a: 2\n")));
+
+        // Records saved right after the write are racy: nothing is trusted.
+        let racy = Records { saved: records.files.values().map(|r| r.stat.mtime).max().unwrap() + 1, ..records };
+        assert_eq!(Current::read(&out, &racy, &|_| true).unwrap().trusted, 0);
+    }
+
+    #[test]
+    fn changes_name_what_is_written_removed_and_kept() {
+        let tree = files(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/b.yaml", "b\n"), ("clusters/c/gone.yaml", "g\n"), ("clusters/d/x.yaml", "x\n")]);
+        let (_temp, out, records) = rendered(&tree);
+        let current = Current::read(&out, &records, &|_| true).unwrap();
+        let new = files(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/new.yaml", "n\n")]);
+        let kept: Kept = [("clusters/c/b.yaml".to_owned(), ContentId::of(b"b\n"))].into_iter().collect();
+        let changes = current.changes(&new, &kept, &|path| path.starts_with("clusters/d/"));
+        assert_eq!(changes.update.changed, ["clusters/c/new.yaml"]);
+        assert_eq!(changes.update.removed, ["clusters/c/gone.yaml"]);
+        let mut unchanged = changes.update.unchanged.clone();
+        unchanged.sort_unstable();
+        assert_eq!(unchanged, ["clusters/c/a.yaml", "clusters/c/b.yaml", "clusters/d/x.yaml"]);
+        let written = write::write(&out, &changes.update).unwrap();
+        let records = changes.records(&written, now() + 2 * RACY);
+        assert_eq!(records.files.keys().collect::<Vec<_>>(), ["clusters/c/a.yaml", "clusters/c/b.yaml", "clusters/c/new.yaml", "clusters/d/x.yaml"]);
+        assert_eq!(Current::read(&out, &records, &|_| true).unwrap().trusted, 4, "the records describe the tree written");
+        assert_eq!(write::read_tree(&out).unwrap(), files(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/b.yaml", "b\n"), ("clusters/c/new.yaml", "n\n"), ("clusters/d/x.yaml", "x\n")]));
+    }
+}
