@@ -58,12 +58,11 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     if changed > 0 || removed > 0 || !out.join(layout::RENDERED_MARKER).exists() {
         written = write::write(&out, &changes.update)?;
     }
-    let units = table.len();
     if let Some(file) = memo_file.as_ref() {
-        save_memo(file, table, changes.records(&written, inputs::unix_now_nanos()));
+        save_memo(file, &table, &changes.records(&written, inputs::unix_now_nanos()));
     }
     let clusters = spec.clusters.len();
-    let notes = notes(reused, units, kept.len());
+    let notes = notes(reused, table.len(), kept.len());
     writeln!(
         stdout,
         "rendered {clusters} cluster{} into `{}`: {objects} objects in {rendered} files ({changed} changed, {removed} removed{notes})",
@@ -74,7 +73,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // tenth of a large re-render.
     std::mem::forget(sealed);
     std::mem::forget(changes);
-    std::mem::forget((files, unread, current, spec, bundle));
+    std::mem::forget((files, unread, current, spec, bundle, table));
     Ok(Status::Success)
 }
 
@@ -125,7 +124,7 @@ fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, jobs: Option<memo::Table>,
 /// Saves the memo of this render. Only after the tree is in place, and a memo that cannot be
 /// saved costs the next render time, never correctness: the stamps are checked against the
 /// files, and a file is trusted by its record only while its stat is unchanged.
-fn save_memo(file: &Path, jobs: memo::Table, records: Records) {
+fn save_memo(file: &Path, jobs: &memo::Table, records: &Records) {
     if let Err(error) = memo_cache::save(file, jobs, records) {
         eprintln!("warning: the render memo was not saved to `{}`: {error}", file.display());
     }

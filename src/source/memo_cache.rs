@@ -28,42 +28,45 @@ pub(crate) fn path(out: &Path) -> Option<PathBuf> {
 
 /// What is kept between two renders into one directory: the memo's jobs and the records of the
 /// files the last render left (`tree::current`).
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Default)]
 pub(crate) struct Saved {
-    /// The format; another is an empty memo.
-    pub(crate) version: u32,
     /// The memo's entries.
     pub(crate) jobs: Table,
     /// The files' records.
     pub(crate) files: Records,
 }
 
-/// This format.
-const VERSION: u32 = 2;
+/// The records of memo file `file` are kept beside it, as text.
+fn records_path(file: &Path) -> PathBuf {
+    file.with_extension("files")
+}
 
-/// The memo in `file`, or an empty one.
+/// The memo in `file` and the records beside it, or empty ones.
 pub(crate) fn load(file: &Path) -> Saved {
-    std::fs::read(file)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Saved>(&bytes).ok())
-        .filter(|saved| saved.version == VERSION)
-        .unwrap_or_default()
+    let jobs = std::fs::read(file).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default();
+    let files = std::fs::read_to_string(records_path(file)).map(|text| Records::parse(&text)).unwrap_or_default();
+    Saved { jobs, files }
 }
 
 /// A memo not written for this long is removed when another is saved (output directories come
 /// and go; their memos should not pile up).
 const STALE: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
-/// Writes `jobs` and `files` to `file` (through a temporary file and a rename, so a reader sees
-/// the old memo or the new one), and removes memos of other directories not written for 30
-/// days.
-pub(crate) fn save(file: &Path, jobs: Table, files: Records) -> std::io::Result<()> {
-    let saved = Saved { version: VERSION, jobs, files };
+/// Writes `jobs` to `file` and `files` beside it (each through a temporary file and a rename,
+/// so a reader sees the old one or the new one), and removes memos of other directories not
+/// written for 30 days.
+pub(crate) fn save(file: &Path, jobs: &Table, files: &Records) -> std::io::Result<()> {
     let dir = file.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     prune(dir);
+    replace(file, &serde_json::to_vec(jobs).map_err(std::io::Error::other)?)?;
+    replace(&records_path(file), files.to_text().as_bytes())
+}
+
+fn replace(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = file.parent().unwrap_or(Path::new("."));
     let temporary = dir.join(format!(".{}.{}", file.file_name().and_then(|n| n.to_str()).unwrap_or("memo"), std::process::id()));
-    std::fs::write(&temporary, serde_json::to_vec(&saved).map_err(std::io::Error::other)?)?;
+    std::fs::write(&temporary, bytes)?;
     std::fs::rename(&temporary, file).inspect_err(|_| {
         let _ = std::fs::remove_file(&temporary);
     })
@@ -84,14 +87,14 @@ pub(crate) fn build_id() -> String {
     )
 }
 
-/// Removes `memo-*.json` files in `dir` last written more than [`STALE`] ago. Best effort.
+/// Removes `memo-*.json` and `memo-*.files` files in `dir` last written more than [`STALE`] ago. Best effort.
 fn prune(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let now = std::time::SystemTime::now();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !(name.starts_with("memo-") && name.ends_with(".json")) {
+        if !(name.starts_with("memo-") && (name.ends_with(".json") || name.ends_with(".files"))) {
             continue;
         }
         let modified = entry.metadata().and_then(|m| m.modified());
