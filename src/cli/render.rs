@@ -4,12 +4,13 @@ use super::Status;
 use super::args::RenderArgs;
 use super::stages::{load, report, select};
 use crate::layout;
-use crate::pipeline::{self, Built, Setup};
+use crate::object::ContentId;
+use crate::pipeline::{self, Built, Failure, Setup};
 use crate::render::memo;
 use crate::source::{inputs, memo_cache};
-use crate::spec::{Bundle, Spec};
-use crate::tree::current::{Current, Records};
-use crate::tree::{Tree, write};
+use crate::spec::Spec;
+use crate::tree::current::{Changes, Current, Records};
+use crate::tree::{Files, Kept, Tree, write};
 use anyhow::bail;
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
@@ -39,42 +40,158 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // part of a checkout counts for `--check` (not `.git/`, a README, other files).
     let current = Current::read(&out, &saved.files, &|path| !args.check || path.starts_with(layout::CLUSTERS))?;
     let kept = kept_clusters(&spec, &current, &args.remove_clusters)?;
-    let Some(Built { mut tree, memo: table, reused }) = build(&spec, &bundle, &setup, memo_file.is_some().then_some(saved.jobs), &current)?
-    else {
-        return Ok(Status::Failure);
+    let memo = memo_file.is_some().then_some(saved.jobs).and_then(|jobs| setup.memo(jobs, &current));
+    let mut staging = if args.check { None } else { Some(write::Staging::begin(&out)?) };
+    let mut sum = match render_parts(&spec, &bundle, &setup, memo.as_ref(), &current, staging.as_mut())? {
+        Ok(sum) => sum,
+        Err(failure) => {
+            drop(staging);
+            return report(failure, &bundle).map(|()| Status::Failure);
+        }
     };
-    let sealed = seal_against(&mut tree, &current)?;
-    let (files, unread) = tree.into_files();
-    let objects = files.keys().chain(unread.keys()).filter(|p| is_object_file(p)).count();
-    let rendered = files.len() + unread.len();
-    // Other clusters' files stay as they are: unchanged, so neither written nor removed.
-    let changes = current.changes(&files, &unread, &|path| in_clusters(path, &kept));
-    let (changed, removed) = (changes.update.changed.len(), changes.update.removed.len());
+    // The rest of the directory: other clusters' files stay, anything else is removed.
+    let rendered_dirs: Vec<String> = spec.clusters.iter().map(|c| layout::cluster_dir(c.name())).collect();
+    let (none, nothing) = (Files::new(), Kept::new());
+    let rest = current.changes(&none, &nothing, &|path| !in_dirs(path, &rendered_dirs), &|path| in_clusters(path, &kept));
+    sum.add(&rest, None, staging.as_mut())?;
     if args.check {
-        return check_report(stdout, &args.out, rendered, &changes.update, args.quiet);
+        return check_report(stdout, &args.out, sum.rendered, &sum.changed, &sum.removed, args.quiet);
     }
-    // NB: a tree that already holds exactly these files is left as it is (nothing to swap).
-    let mut written = std::collections::BTreeMap::new();
-    if changed > 0 || removed > 0 || !out.join(layout::RENDERED_MARKER).exists() {
-        written = write::write(&out, &changes.update)?;
-    }
-    if let Some(file) = memo_file.as_ref() {
-        save_memo(file, &table, &changes.records(&written, inputs::unix_now_nanos()));
-    }
+    let (changed, removed) = (sum.changed.len(), sum.removed.len());
+    put_in_place(&out, staging, &mut sum, memo_file.as_deref())?;
     let clusters = spec.clusters.len();
-    let notes = notes(reused, table.len(), kept.len());
+    let notes = notes(sum.reused, sum.table.len(), kept.len());
     writeln!(
         stdout,
-        "rendered {clusters} cluster{} into `{}`: {objects} objects in {rendered} files ({changed} changed, {removed} removed{notes})",
+        "rendered {clusters} cluster{} into `{}`: {} objects in {} files ({changed} changed, {removed} removed{notes})",
         if clusters == 1 { "" } else { "s" },
         args.out.display(),
+        sum.objects,
+        sum.rendered,
     )?;
     // NB: the process ends next; freeing tens of thousands of buffers one by one would take a
     // tenth of a large re-render.
-    std::mem::forget(sealed);
-    std::mem::forget(changes);
-    std::mem::forget((files, unread, current, spec, bundle, table));
+    std::mem::forget((sum, current, spec, bundle));
     Ok(Status::Success)
+}
+
+/// Puts the staged render in place (unless it changes nothing in a tree tfrs wrote: then it is
+/// dropped), then saves the memo with the records of the files as they now are.
+fn put_in_place(out: &Path, staging: Option<write::Staging>, sum: &mut Sum, memo_file: Option<&Path>) -> anyhow::Result<()> {
+    let mut written = std::collections::BTreeMap::new();
+    if let Some(staging) = staging
+        && (!sum.changed.is_empty() || !sum.removed.is_empty() || !out.join(layout::RENDERED_MARKER).exists())
+    {
+        written = staging.finish()?;
+    }
+    if let Some(file) = memo_file {
+        sum.records.written(std::mem::take(&mut sum.pending), &written);
+        sum.records.saved = inputs::unix_now_nanos();
+        save_memo(file, &sum.table, &sum.records);
+    }
+    Ok(())
+}
+
+/// Renders `spec` cluster by cluster: each rendered, sealed, compared, staged (unless
+/// `staging` is `None`: `--check`) and freed before the next, so a fleet's files are never all
+/// in memory; nothing is in place before the caller finishes the staging. A failure is every
+/// cluster's problems at once.
+fn render_parts(
+    spec: &Spec,
+    bundle: &crate::spec::Bundle,
+    setup: &Setup,
+    memo: Option<&crate::render::Memo<'_>>,
+    current: &Current,
+    mut staging: Option<&mut write::Staging>,
+) -> anyhow::Result<Result<Sum, Failure>> {
+    let mut sum = Sum::default();
+    let mut failure = None;
+    for part in spec.parts() {
+        let built = match pipeline::build(&part, bundle, setup, memo) {
+            Ok(built) if failure.is_none() => built,
+            Ok(_) => continue,
+            // NB: the other clusters are still rendered, so every problem is reported at once.
+            Err(next) => {
+                failure = Some(merge(failure, next));
+                continue;
+            }
+        };
+        let dirs: Vec<String> = part.clusters.iter().map(|c| layout::cluster_dir(c.name())).collect();
+        stage_part(built, &dirs, current, staging.as_deref_mut(), &mut sum)?;
+    }
+    Ok(failure.map_or(Ok(sum), Err))
+}
+
+/// What the clusters of a render add up to.
+#[derive(Default)]
+struct Sum {
+    objects: usize,
+    rendered: usize,
+    changed: Vec<String>,
+    removed: Vec<String>,
+    reused: usize,
+    table: memo::Table,
+    records: Records,
+    pending: Vec<(String, ContentId)>,
+}
+
+impl Sum {
+    /// Counts one part's changes (its files when `files` is given) and stages them.
+    fn add(&mut self, changes: &Changes<'_>, files: Option<(&Files, &Kept)>, staging: Option<&mut write::Staging>) -> anyhow::Result<()> {
+        if let Some((files, unread)) = files {
+            self.objects += files.keys().chain(unread.keys()).filter(|p| is_object_file(p)).count();
+            self.rendered += files.len() + unread.len();
+        }
+        self.changed.extend(changes.update.changed.iter().map(|p| (*p).to_owned()));
+        self.removed.extend(changes.update.removed.iter().map(|p| (*p).to_owned()));
+        let (records, pending) = changes.records();
+        self.records.files.extend(records.files);
+        self.pending.extend(pending);
+        if let Some(staging) = staging {
+            staging.add(&changes.update)?;
+        }
+        Ok(())
+    }
+}
+
+/// Seals one part of the render (a cluster) against the current tree, compares it with the
+/// files under its `dirs`, counts and stages it; its files are freed on return.
+fn stage_part(built: Built, dirs: &[String], current: &Current, staging: Option<&mut write::Staging>, sum: &mut Sum) -> anyhow::Result<()> {
+    let Built { mut tree, memo: jobs, reused } = built;
+    sum.table.extend(jobs);
+    sum.reused += reused;
+    let sealed = seal_against(&mut tree, current, dirs)?;
+    let (files, unread) = tree.into_files();
+    let changes = current.changes(&files, &unread, &|path| in_dirs(path, dirs), &|_| false);
+    sum.add(&changes, Some((&files, &unread)), staging)?;
+    drop((changes, sealed));
+    // NB: freed in the background: a cluster's tens of thousands of buffers, one by one.
+    std::thread::spawn(move || drop((files, unread)));
+    Ok(())
+}
+
+/// Two failures of one render as one report: the diagnostics of both (an environment problem
+/// makes the whole an environment problem); of anything else, the first.
+fn merge(first: Option<Failure>, next: Failure) -> Failure {
+    let diagnostics = |failure: &Failure| match failure {
+        Failure::Invalid(d) | Failure::Environment(d) => Some(d.clone()),
+        _ => None,
+    };
+    let Some(first) = first else { return next };
+    let (Some(mut all), Some(more)) = (diagnostics(&first), diagnostics(&next)) else { return first };
+    all.extend(more);
+    all.sort_by_key(|d| d.origin);
+    // NB: a problem every cluster meets (no master key) is said once.
+    let all = crate::spec::diagnostic::said_once(all);
+    if matches!(first, Failure::Environment(_)) || matches!(next, Failure::Environment(_)) {
+        Failure::Environment(all)
+    } else {
+        Failure::Invalid(all)
+    }
+}
+
+fn in_dirs(path: &str, dirs: &[String]) -> bool {
+    dirs.iter().any(|dir| path.strip_prefix(dir.as_str()).is_some_and(|rest| rest.starts_with('/')))
 }
 
 /// How many paths of each list `render --check` names.
@@ -83,23 +200,31 @@ const CHECK_NAMED: usize = 20;
 /// `--check`: whether the directory already holds this render; when not, the count line, then
 /// (unless `quiet`) the paths that would change and be removed, sorted, at most
 /// [`CHECK_NAMED`] of each.
-fn check_report(stdout: &mut dyn Write, out: &Path, files: usize, changes: &write::Update<'_>, quiet: bool) -> anyhow::Result<Status> {
-    let (changed, removed) = (changes.changed.len(), changes.removed.len());
+fn check_report(
+    stdout: &mut dyn Write,
+    out: &Path,
+    files: usize,
+    changed: &[String],
+    removed: &[String],
+    quiet: bool,
+) -> anyhow::Result<Status> {
+    let (changed_paths, removed_paths) = (changed, removed);
+    let (changed, removed) = (changed.len(), removed.len());
     if changed == 0 && removed == 0 {
         writeln!(stdout, "up to date: {files} files in `{}`", out.display())?;
         return Ok(Status::Success);
     }
     writeln!(stdout, "out of date: {changed} files would change and {removed} would be removed in `{}`", out.display())?;
     if !quiet {
-        name_paths(stdout, "would change", &changes.changed)?;
-        name_paths(stdout, "would be removed", &changes.removed)?;
+        name_paths(stdout, "would change", changed_paths)?;
+        name_paths(stdout, "would be removed", removed_paths)?;
     }
     Ok(Status::Failure)
 }
 
 /// `  <verb>: <path>` for the first [`CHECK_NAMED`] of `paths` in sorted order, then
 /// `  <verb>: and N more`.
-fn name_paths(stdout: &mut dyn Write, verb: &str, paths: &[&str]) -> std::io::Result<()> {
+fn name_paths(stdout: &mut dyn Write, verb: &str, paths: &[String]) -> std::io::Result<()> {
     let mut sorted = paths.to_vec();
     sorted.sort_unstable();
     for path in sorted.iter().take(CHECK_NAMED) {
@@ -109,16 +234,6 @@ fn name_paths(stdout: &mut dyn Write, verb: &str, paths: &[&str]) -> std::io::Re
         writeln!(stdout, "  {verb}: and {} more", sorted.len() - CHECK_NAMED)?;
     }
     Ok(())
-}
-
-/// Builds the tree, reusing what the memo entries `jobs` and the current tree still hold; `None`
-/// after reporting an invalid spec.
-fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, jobs: Option<memo::Table>, current: &Current) -> anyhow::Result<Option<Built>> {
-    let memo = jobs.and_then(|jobs| setup.memo(jobs, current));
-    match pipeline::build(spec, bundle, setup, memo.as_ref()) {
-        Ok(built) => Ok(Some(built)),
-        Err(failure) => report(failure, bundle).map(|()| None),
-    }
 }
 
 /// Saves the memo of this render. Only after the tree is in place, and a memo that cannot be
@@ -135,16 +250,14 @@ fn is_object_file(path: &str) -> bool {
     path.ends_with(".yaml") && !path.ends_with(layout::KUSTOMIZATION)
 }
 
-/// Seals `tree` against the current tree, whose sealed objects (the files sealing may reuse)
-/// are read and parsed up front, in parallel; any other path asked for is read when asked.
-/// Returns those parsed objects, for the caller to drop (or not) when it is done.
-fn seal_against<'a>(tree: &mut Tree, current: &'a Current) -> anyhow::Result<HashMap<&'a str, serde_json::Value>> {
+/// Seals `tree` against the current tree, whose sealed objects under `dirs` (the files sealing
+/// may reuse) are read and parsed up front, in parallel; any other path asked for is read when
+/// asked. Returns those parsed objects, for the caller to drop (or not) when it is done.
+fn seal_against<'a>(tree: &mut Tree, current: &'a Current, dirs: &[String]) -> anyhow::Result<HashMap<&'a str, serde_json::Value>> {
     use rayon::prelude::*;
-    let candidates: Vec<&str> = current.paths().filter(|path| layout::is_sealed_file(path)).collect();
-    let sealed: HashMap<&str, serde_json::Value> = candidates
-        .into_par_iter()
-        .filter_map(|path| Some((path, crate::manifest::read_object(&current.bytes(path)?)?)))
-        .collect();
+    let candidates: Vec<&str> = dirs.iter().flat_map(|dir| current.paths_under(dir)).filter(|path| layout::is_sealed_file(path)).collect();
+    let sealed: HashMap<&str, serde_json::Value> =
+        candidates.into_par_iter().filter_map(|path| Some((path, crate::manifest::read_object(&current.bytes(path)?)?))).collect();
     let previous = |relative: &str| match sealed.get(relative) {
         Some(object) => Some(object.clone()),
         None => current.bytes(relative).and_then(|bytes| crate::manifest::read_object(&bytes)),

@@ -158,11 +158,24 @@ impl Current {
         self.files.is_empty()
     }
 
+    /// The paths below directory `dir` (a relative path without a trailing slash), in order.
+    pub fn paths_under<'a>(&'a self, dir: &str) -> impl Iterator<Item = &'a str> + use<'a> {
+        let prefix = format!("{dir}/");
+        self.files.range(prefix.clone()..).map_while(move |(path, _)| path.starts_with(&prefix).then_some(path.as_str()))
+    }
+
     /// Compares the rendered `files` and `kept` files with these: what changes, what is
-    /// removed, what stays. Paths for which `stays` holds (other clusters' files) stay as they
+    /// removed, what stays. Only current paths for which `scope` holds are looked at for
+    /// removal; of those, the ones for which `stays` holds (other clusters' files) stay as they
     /// are although not rendered. Rendered files are hashed in parallel.
     #[must_use]
-    pub fn changes<'a>(&'a self, files: &'a Files, kept: &'a Kept, stays: &dyn Fn(&str) -> bool) -> Changes<'a> {
+    pub fn changes<'a>(
+        &'a self,
+        files: &'a Files,
+        kept: &'a Kept,
+        scope: &dyn Fn(&str) -> bool,
+        stays: &dyn Fn(&str) -> bool,
+    ) -> Changes<'a> {
         let ids: BTreeMap<&'a str, ContentId> = files.par_iter().map(|(path, bytes)| (path.as_str(), ContentId::of(bytes))).collect();
         let mut update = write::Update { files, changed: Vec::new(), removed: Vec::new(), unchanged: Vec::new() };
         for (path, id) in &ids {
@@ -173,7 +186,7 @@ impl Current {
         }
         update.unchanged.extend(kept.keys().map(String::as_str));
         for path in self.files.keys() {
-            if files.contains_key(path) || kept.contains_key(path) {
+            if !scope(path) || files.contains_key(path) || kept.contains_key(path) {
                 continue;
             }
             if stays(path) { update.unchanged.push(path) } else { update.removed.push(path) }
@@ -198,19 +211,31 @@ pub struct Changes<'a> {
 }
 
 impl Changes<'_> {
-    /// The records of the tree once written: `written` are the stats of the files the write
-    /// wrote; every other file keeps its current stat. Saved at `saved`.
+    /// The records of the files that stay as they are (their current stat), and the content of
+    /// each file to be written, whose stat is known once it is ([`Records::written`]).
     #[must_use]
-    pub fn records(&self, written: &BTreeMap<String, Stat>, saved: u64) -> Records {
-        let mut records = Records { saved, files: BTreeMap::new() };
-        for path in self.update.changed.iter().chain(&self.update.unchanged) {
+    pub fn records(&self) -> (Records, Vec<(String, ContentId)>) {
+        let mut records = Records::default();
+        for path in &self.update.unchanged {
             let content = self.ids.get(path).or_else(|| self.kept.get(*path)).copied().or_else(|| self.current.content_id(path));
-            let stat = written.get(*path).copied().or_else(|| self.current.files.get(*path).map(|(stat, _)| *stat));
-            if let (Some(stat), Some(content)) = (stat, content) {
-                records.files.insert((*path).to_owned(), Record { stat, content });
+            if let (Some((stat, _)), Some(content)) = (self.current.files.get(*path), content) {
+                records.files.insert((*path).to_owned(), Record { stat: *stat, content });
             }
         }
-        records
+        let pending = self.update.changed.iter().filter_map(|path| Some(((*path).to_owned(), *self.ids.get(path)?))).collect();
+        (records, pending)
+    }
+}
+
+impl Records {
+    /// Adds the records of files just written: `pending` (path, content) with the stats the
+    /// write returned; a file without a stat is left out (it is read next time).
+    pub fn written(&mut self, pending: Vec<(String, ContentId)>, stats: &BTreeMap<String, Stat>) {
+        for (path, content) in pending {
+            if let Some(stat) = stats.get(&path) {
+                self.files.insert(path, Record { stat: *stat, content });
+            }
+        }
     }
 }
 
@@ -227,16 +252,23 @@ mod tests {
         u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()).unwrap()
     }
 
+    fn recorded(changes: &Changes<'_>, written: &BTreeMap<String, Stat>) -> Records {
+        let (mut records, pending) = changes.records();
+        records.written(pending, written);
+        records.saved = now() + 2 * RACY;
+        records
+    }
+
     /// Writes `tree` into a new `out` and returns it with the records a render would save.
     fn rendered(tree: &Files) -> (tempfile::TempDir, PathBuf, Records) {
         let temp = tempfile::tempdir().unwrap();
         let out = temp.path().join("out");
         let current = Current::read(&out, &Records::default(), &|_| true).unwrap();
         let kept = Kept::new();
-        let changes = current.changes(tree, &kept, &|_| false);
+        let changes = current.changes(tree, &kept, &|_| true, &|_| false);
         let written = write::write(&out, &changes.update).unwrap();
         // Saved well after the writes: no record is racy.
-        let records = changes.records(&written, now() + 2 * RACY);
+        let records = recorded(&changes, &written);
         (temp, out, records)
     }
 
@@ -275,21 +307,37 @@ mod tests {
 
     #[test]
     fn changes_name_what_is_written_removed_and_kept() {
-        let tree = files(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/b.yaml", "b\n"), ("clusters/c/gone.yaml", "g\n"), ("clusters/d/x.yaml", "x\n")]);
+        let tree = files(&[
+            ("clusters/c/a.yaml", "a\n"),
+            ("clusters/c/b.yaml", "b\n"),
+            ("clusters/c/gone.yaml", "g\n"),
+            ("clusters/d/x.yaml", "x\n"),
+        ]);
         let (_temp, out, records) = rendered(&tree);
         let current = Current::read(&out, &records, &|_| true).unwrap();
         let new = files(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/new.yaml", "n\n")]);
         let kept: Kept = [("clusters/c/b.yaml".to_owned(), ContentId::of(b"b\n"))].into_iter().collect();
-        let changes = current.changes(&new, &kept, &|path| path.starts_with("clusters/d/"));
+        let changes = current.changes(&new, &kept, &|_| true, &|path| path.starts_with("clusters/d/"));
         assert_eq!(changes.update.changed, ["clusters/c/new.yaml"]);
         assert_eq!(changes.update.removed, ["clusters/c/gone.yaml"]);
         let mut unchanged = changes.update.unchanged.clone();
         unchanged.sort_unstable();
         assert_eq!(unchanged, ["clusters/c/a.yaml", "clusters/c/b.yaml", "clusters/d/x.yaml"]);
         let written = write::write(&out, &changes.update).unwrap();
-        let records = changes.records(&written, now() + 2 * RACY);
-        assert_eq!(records.files.keys().collect::<Vec<_>>(), ["clusters/c/a.yaml", "clusters/c/b.yaml", "clusters/c/new.yaml", "clusters/d/x.yaml"]);
+        let records = recorded(&changes, &written);
+        assert_eq!(
+            records.files.keys().collect::<Vec<_>>(),
+            ["clusters/c/a.yaml", "clusters/c/b.yaml", "clusters/c/new.yaml", "clusters/d/x.yaml"]
+        );
         assert_eq!(Current::read(&out, &records, &|_| true).unwrap().trusted, 4, "the records describe the tree written");
-        assert_eq!(write::read_tree(&out).unwrap(), files(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/b.yaml", "b\n"), ("clusters/c/new.yaml", "n\n"), ("clusters/d/x.yaml", "x\n")]));
+        assert_eq!(
+            write::read_tree(&out).unwrap(),
+            files(&[
+                ("clusters/c/a.yaml", "a\n"),
+                ("clusters/c/b.yaml", "b\n"),
+                ("clusters/c/new.yaml", "n\n"),
+                ("clusters/d/x.yaml", "x\n")
+            ])
+        );
     }
 }

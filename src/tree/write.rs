@@ -3,18 +3,20 @@
 //! Two ways to replace a tree, both leaving the previous tree as it was when anything fails
 //! before the point of no return:
 //!
-//! - **Swap** (a new tree, or one where at least half the files change): the whole render is
-//!   written into a temporary sibling directory (unchanged files hard-linked from the current
-//!   tree), then swapped in with two renames. A run killed between the two renames leaves the
-//!   previous tree under `.<name>.tfrs-old`, which the next run restores first.
-//! - **Update** (fewer than half the files change, e.g. one server edited on a 55,000-file
-//!   tree): only the changed files are written, into `.<name>.tfrs-update/files/`, then a
+//! - **Swap** (a new or empty directory): the whole render is written into a temporary sibling
+//!   directory, then swapped in with two renames. A run killed between the two renames leaves
+//!   the previous tree under `.<name>.tfrs-old`, which the next run restores first.
+//! - **Update** (a directory tfrs wrote before, whatever the share of files that change): only
+//!   the changed files are written, into `.<name>.tfrs-update/files/`, then a
 //!   journal naming the files to move in and the files to remove is renamed into place: that
 //!   rename is the point of no return. The journal is then carried out (removals, emptied
 //!   directories pruned, each staged file renamed over its target). A run killed after the
 //!   journal is complete leaves it for the next run, which carries it out first (every step can
 //!   be repeated); a run killed before leaves only a staging directory, which is removed.
 //!   Linking and unlinking every unchanged file (what a swap costs) is what this saves.
+//!
+//! Either way the render is staged cluster by cluster ([`Staging::add`]), so a fleet's files
+//! need not be in memory at once; the point of no return comes after the last cluster.
 //!
 //! A non-empty directory without the marker file is never touched.
 
@@ -268,23 +270,143 @@ impl Update<'_> {
     }
 }
 
-/// Replaces `out` with the rendered tree, atomically as described in the module docs: by an
-/// update when the current tree is a tfrs tree and fewer than half of its files change, by a
-/// swap otherwise. Files are written in parallel. Returns the stat of every file it wrote.
+/// Replaces `out` with the rendered tree in one step: [`Staging::begin`], [`Staging::add`],
+/// [`Staging::finish`]. Returns the stat of every file it wrote.
 ///
 /// # Errors
 ///
 /// I/O errors; the previous tree is then left in place, or, past an update's point of no
 /// return, completed by the next run.
 pub fn write(out: &Path, update: &Update<'_>) -> anyhow::Result<BTreeMap<String, Stat>> {
-    recover(out)?;
-    check_writable(out)?;
-    let (changed, removed) = (&update.changed, &update.removed);
-    let before = update.unchanged.len() + removed.len() + changed.len();
-    if out.join(MARKER).is_file() && (changed.len() + removed.len()) * 2 < update.total().max(before) {
-        return journaled(out, update.files, changed, removed);
+    let mut staging = Staging::begin(out)?;
+    staging.add(update)?;
+    staging.finish()
+}
+
+/// A render being staged beside the output directory, part by part; dropped unfinished, it is
+/// removed and the output directory is as it was.
+pub struct Staging {
+    out: PathBuf,
+    /// The staging directory: the new tree (swap) or the update's directory.
+    dir: PathBuf,
+    swap: bool,
+    journal: Journal,
+    written: BTreeMap<String, Stat>,
+    done: bool,
+}
+
+impl Staging {
+    /// Starts staging a render of `out`: a swap for a new or empty directory, an update for a
+    /// tree tfrs wrote.
+    ///
+    /// # Errors
+    ///
+    /// `out` may not be written ([`check_writable`]); I/O errors.
+    pub fn begin(out: &Path) -> anyhow::Result<Staging> {
+        recover(out)?;
+        check_writable(out)?;
+        let swap = !out.join(MARKER).is_file();
+        let dir = sibling(out, if swap { "tfrs-new" } else { "tfrs-update" });
+        let staging = Staging {
+            out: out.to_path_buf(),
+            dir,
+            swap,
+            journal: Journal { remove: Vec::new(), write: Vec::new() },
+            written: BTreeMap::new(),
+            done: false,
+        };
+        let created = if swap {
+            fs::create_dir_all(&staging.dir).and_then(|()| fs::write(staging.dir.join(MARKER), MARKER_TEXT))
+        } else {
+            fs::create_dir_all(staging.dir.join(STAGED))
+        };
+        created.with_context(|| format!("cannot create `{}`", staging.dir.display()))?;
+        Ok(staging)
     }
-    swap(out, update)
+
+    /// Stages one part of the render: its changed files are written (in parallel), its
+    /// unchanged files linked into a swap, its removals noted.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors.
+    pub fn add(&mut self, update: &Update<'_>) -> anyhow::Result<()> {
+        let root = if self.swap { self.dir.clone() } else { self.dir.join(STAGED) };
+        let result = (|| -> std::io::Result<()> {
+            let linked: &[&str] = if self.swap { &update.unchanged } else { &[] };
+            create_parents(&root, update.changed.iter().chain(linked).copied())?;
+            linked.par_iter().try_for_each(|relative| -> std::io::Result<()> {
+                let (from, to) = (self.out.join(relative), root.join(relative));
+                fs::hard_link(&from, &to).or_else(|_| fs::copy(&from, &to).map(drop))
+            })?;
+            let written: Vec<(String, Stat)> = update
+                .changed
+                .par_iter()
+                .map(|relative| write_file(&root.join(relative), &update.files[*relative]).map(|stat| ((*relative).to_owned(), stat)))
+                .collect::<std::io::Result<_>>()?;
+            self.written.extend(written);
+            Ok(())
+        })();
+        result.with_context(|| format!("cannot write `{}`", self.dir.display()))?;
+        self.journal.write.extend(update.changed.iter().map(|p| (*p).to_owned()));
+        self.journal.remove.extend(update.removed.iter().map(|p| (*p).to_owned()));
+        Ok(())
+    }
+
+    /// Puts the staged render in place (the swap's renames, or the update's journal carried
+    /// out) and returns the stat of every file written.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors: before the point of no return the previous tree is left in place; after it
+    /// the next run completes the update.
+    pub fn finish(mut self) -> anyhow::Result<BTreeMap<String, Stat>> {
+        let written = std::mem::take(&mut self.written);
+        if self.swap {
+            self.swap_in()?;
+        } else {
+            self.seal_journal()?;
+            carry_out(&self.out, &self.dir).with_context(|| {
+                format!("the update of `{}` was interrupted; the next `tfrs render` into it finishes it first", self.out.display())
+            })?;
+        }
+        Ok(written)
+    }
+
+    /// Writes the journal of an update: the point of no return.
+    fn seal_journal(&mut self) -> anyhow::Result<()> {
+        let partial = self.dir.join(format!("{JOURNAL}.partial"));
+        let result = fs::write(&partial, serde_json::to_vec(&self.journal)?).and_then(|()| fs::rename(&partial, self.dir.join(JOURNAL)));
+        result.with_context(|| format!("cannot write `{}`", self.dir.display()))?;
+        // From here on the update is carried out, now or by the next run.
+        self.done = true;
+        Ok(())
+    }
+
+    /// Swaps the staged tree in with two renames.
+    fn swap_in(&mut self) -> anyhow::Result<()> {
+        let (out, old) = (&self.out, sibling(&self.out, "tfrs-old"));
+        if out.exists() {
+            fs::rename(out, &old).with_context(|| format!("cannot move `{}` aside", out.display()))?;
+        }
+        if let Err(error) = fs::rename(&self.dir, out) {
+            let _ = fs::rename(&old, out);
+            return Err(anyhow::Error::new(error).context(format!("cannot move the new tree to `{}`", out.display())));
+        }
+        self.done = true;
+        if old.exists() {
+            remove_tree(&old).with_context(|| format!("cannot remove `{}`", old.display()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
 }
 
 /// Creates, below `root`, the directory of every path in `paths` (in parallel).
@@ -294,49 +416,12 @@ fn create_parents<'a>(root: &Path, paths: impl Iterator<Item = &'a str>) -> std:
     dirs.par_iter().try_for_each(|dir| fs::create_dir_all(root.join(dir)))
 }
 
-/// Writes only `changed` (and removes `removed`) in place, through a journal.
-fn journaled(out: &Path, files: &BTreeMap<String, Vec<u8>>, changed: &[&str], removed: &[&str]) -> anyhow::Result<BTreeMap<String, Stat>> {
-    let (update, stats) = stage(out, files, changed, removed)?;
-    carry_out(out, &update)
-        .with_context(|| format!("the update of `{}` was interrupted; the next `tfrs render` into it finishes it first", out.display()))?;
-    Ok(stats)
-}
-
 /// Writes `bytes` to `path` and returns the new file's stat (a rename keeps it).
 fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<Stat> {
     use std::io::Write as _;
     let mut file = fs::File::create(path)?;
     file.write_all(bytes)?;
     Ok(Stat::of(&file.metadata()?))
-}
-
-/// Stages an update: the changed files, then its journal (the point of no return). Returns the
-/// update directory and the staged files' stats; on error nothing is left behind.
-fn stage(out: &Path, files: &BTreeMap<String, Vec<u8>>, changed: &[&str], removed: &[&str]) -> anyhow::Result<(PathBuf, BTreeMap<String, Stat>)> {
-    let update = sibling(out, "tfrs-update");
-    let staged = update.join(STAGED);
-    let mut stats = BTreeMap::new();
-    let result = (|| -> anyhow::Result<()> {
-        fs::create_dir_all(&staged)?;
-        create_parents(&staged, changed.iter().copied())?;
-        let written: Vec<(String, Stat)> = changed
-            .par_iter()
-            .map(|path| write_file(&staged.join(path), &files[*path]).map(|stat| ((*path).to_owned(), stat)))
-            .collect::<std::io::Result<_>>()?;
-        stats.extend(written);
-        let journal =
-            Journal { remove: removed.iter().map(|p| (*p).to_owned()).collect(), write: changed.iter().map(|p| (*p).to_owned()).collect() };
-        let partial = update.join(format!("{JOURNAL}.partial"));
-        fs::write(&partial, serde_json::to_vec(&journal)?)?;
-        // The point of no return: from here on the update is carried out, now or by the next run.
-        fs::rename(&partial, update.join(JOURNAL))?;
-        Ok(())
-    })();
-    if let Err(error) = result {
-        let _ = fs::remove_dir_all(&update);
-        return Err(error.context(format!("cannot write `{}`", update.display())));
-    }
-    Ok((update, stats))
 }
 
 /// Carries out the journal of `update` on `out`, then removes `update`. Every step may be
@@ -382,48 +467,6 @@ fn carry_out(out: &Path, update: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes the whole tree beside `out` (unchanged files hard-linked from the current tree, which
-/// is never modified, or copied where a link cannot be made) and swaps it in.
-fn swap(out: &Path, update: &Update<'_>) -> anyhow::Result<BTreeMap<String, Stat>> {
-    let staging = sibling(out, "tfrs-new");
-    if let Some(parent) = staging.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).with_context(|| format!("cannot create `{}`", parent.display()))?;
-    }
-    let mut stats = BTreeMap::new();
-    let result = (|| -> anyhow::Result<()> {
-        fs::create_dir_all(&staging)?;
-        fs::write(staging.join(MARKER), MARKER_TEXT)?;
-        create_parents(&staging, update.changed.iter().chain(&update.unchanged).copied())?;
-        update.unchanged.par_iter().try_for_each(|relative| -> std::io::Result<()> {
-            let (from, to) = (out.join(relative), staging.join(relative));
-            fs::hard_link(&from, &to).or_else(|_| fs::copy(&from, &to).map(drop))
-        })?;
-        let written: Vec<(String, Stat)> = update
-            .changed
-            .par_iter()
-            .map(|relative| write_file(&staging.join(relative), &update.files[*relative]).map(|stat| ((*relative).to_owned(), stat)))
-            .collect::<std::io::Result<_>>()?;
-        stats.extend(written);
-        Ok(())
-    })();
-    if let Err(error) = result {
-        let _ = fs::remove_dir_all(&staging);
-        return Err(error.context(format!("cannot write `{}`", staging.display())));
-    }
-    let old = sibling(out, "tfrs-old");
-    if out.exists() {
-        fs::rename(out, &old).with_context(|| format!("cannot move `{}` aside", out.display()))?;
-    }
-    if let Err(error) = fs::rename(&staging, out) {
-        let _ = fs::rename(&old, out);
-        return Err(anyhow::Error::new(error).context(format!("cannot move the new tree to `{}`", out.display())));
-    }
-    if old.exists() {
-        remove_tree(&old).with_context(|| format!("cannot remove `{}`", old.display()))?;
-    }
-    Ok(stats)
-}
-
 /// `remove_dir_all`, with the files unlinked in parallel first (a tree of 55,000 files).
 /// Symlinks are removed, never followed.
 fn remove_tree(dir: &Path) -> anyhow::Result<()> {
@@ -445,147 +488,4 @@ fn remove_tree(dir: &Path) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Writing `new` over `old` (both whole trees in memory).
-    fn changes<'a>(new: &'a BTreeMap<String, Vec<u8>>, old: &'a BTreeMap<String, Vec<u8>>) -> Update<'a> {
-        let mut update = Update { files: new, changed: Vec::new(), removed: Vec::new(), unchanged: Vec::new() };
-        for (path, bytes) in new {
-            if old.get(path) == Some(bytes) { update.unchanged.push(path) } else { update.changed.push(path) }
-        }
-        update.removed = old.keys().filter(|p| !new.contains_key(*p)).map(String::as_str).collect();
-        update
-    }
-
-    fn tree(entries: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
-        entries.iter().map(|(path, text)| ((*path).to_owned(), text.as_bytes().to_vec())).collect()
-    }
-
-    /// A rendered tree of `n` servers in `out` of a new temporary directory, written the way
-    /// `tfrs render` writes it.
-    fn rendered(n: usize) -> (tempfile::TempDir, PathBuf, BTreeMap<String, Vec<u8>>) {
-        let temp = tempfile::tempdir().unwrap();
-        let out = temp.path().join("out");
-        let files: BTreeMap<String, Vec<u8>> =
-            (0..n).map(|i| (format!("clusters/c/servers/s{i}/configmap-s{i}.yaml"), format!("i: {i}\n").into_bytes())).collect();
-        write(&out, &changes(&files, &BTreeMap::new())).unwrap();
-        assert_eq!(read_tree(&out).unwrap(), files);
-        (temp, out, files)
-    }
-
-    #[cfg(unix)]
-    fn inode(path: &Path) -> u64 {
-        std::os::unix::fs::MetadataExt::ino(&fs::metadata(path).unwrap())
-    }
-
-    #[test]
-    fn a_small_change_is_written_in_place_and_leaves_exactly_the_new_tree() {
-        let (_temp, out, old) = rendered(10);
-        let mut new = old.clone();
-        new.insert("clusters/c/servers/s3/configmap-s3.yaml".into(), b"i: changed\n".to_vec());
-        new.remove("clusters/c/servers/s4/configmap-s4.yaml");
-        new.insert("clusters/c/servers/s10/secret-s10.yaml".into(), b"new\n".to_vec());
-        #[cfg(unix)]
-        let (untouched, root) = (inode(&out.join("clusters/c/servers/s0/configmap-s0.yaml")), inode(&out));
-        write(&out, &changes(&new, &read_tree(&out).unwrap())).unwrap();
-        assert_eq!(read_tree(&out).unwrap(), new);
-        assert!(!out.join("clusters/c/servers/s4").exists(), "a directory the update emptied is removed");
-        assert!(out.join(MARKER).is_file());
-        assert!(!sibling(&out, "tfrs-update").exists());
-        #[cfg(unix)]
-        assert_eq!(
-            (inode(&out.join("clusters/c/servers/s0/configmap-s0.yaml")), inode(&out)),
-            (untouched, root),
-            "updated in place: the same directory, an unchanged file not rewritten"
-        );
-    }
-
-    #[test]
-    fn a_large_change_swaps_the_whole_tree_and_reports_what_it_wrote() {
-        let (_temp, out, old) = rendered(4);
-        let new = tree(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/servers/s0/configmap-s0.yaml", "i: 0\n")]);
-        #[cfg(unix)]
-        let (kept, root) = (inode(&out.join("clusters/c/servers/s0/configmap-s0.yaml")), inode(&out));
-        let written = write(&out, &changes(&new, &old)).unwrap();
-        assert_eq!(written.keys().collect::<Vec<_>>(), ["clusters/c/a.yaml"], "only the new file is written");
-        assert_eq!(written["clusters/c/a.yaml"], Stat::of(&fs::metadata(out.join("clusters/c/a.yaml")).unwrap()));
-        assert_eq!(read_tree(&out).unwrap(), new);
-        assert!(!out.join("clusters/c/servers/s1").exists());
-        assert!(!sibling(&out, "tfrs-old").exists() && !sibling(&out, "tfrs-new").exists());
-        #[cfg(unix)]
-        assert_eq!(inode(&out.join("clusters/c/servers/s0/configmap-s0.yaml")), kept, "an unchanged file is linked, not written");
-        #[cfg(unix)]
-        assert_ne!(inode(&out), root, "a new directory was swapped in");
-    }
-
-    #[test]
-    fn an_update_interrupted_after_its_journal_is_finished_by_the_next_run() {
-        let (_temp, out, old) = rendered(10);
-        let mut new = old.clone();
-        new.insert("clusters/c/servers/s1/configmap-s1.yaml".into(), b"one\n".to_vec());
-        new.insert("clusters/c/servers/s2/configmap-s2.yaml".into(), b"two\n".to_vec());
-        new.remove("clusters/c/servers/s5/configmap-s5.yaml");
-        let changed = ["clusters/c/servers/s1/configmap-s1.yaml", "clusters/c/servers/s2/configmap-s2.yaml"];
-        let (update, _) = stage(&out, &new, &changed, &["clusters/c/servers/s5/configmap-s5.yaml"]).unwrap();
-        // Killed half-way: one staged file moved in, the removal not done.
-        fs::rename(update.join(STAGED).join(changed[0]), out.join(changed[0])).unwrap();
-        assert_ne!(read_tree(&out).unwrap(), new);
-        recover(&out).unwrap();
-        assert_eq!(read_tree(&out).unwrap(), new);
-        assert!(!update.exists());
-        // Carried out again (killed after the last step): nothing changes.
-        recover(&out).unwrap();
-        assert_eq!(read_tree(&out).unwrap(), new);
-    }
-
-    #[test]
-    fn a_tree_part_way_through_an_update_is_not_read() {
-        let (_temp, out, mut new) = rendered(10);
-        check_settled(&out.join("clusters/c")).unwrap();
-        new.insert("clusters/c/servers/s1/configmap-s1.yaml".into(), b"one\n".to_vec());
-        let _ = stage(&out, &new, &["clusters/c/servers/s1/configmap-s1.yaml"], &[]).unwrap();
-        let error = check_settled(&out.join("clusters/c")).unwrap_err().to_string();
-        assert!(error.contains("part-way through an update"), "{error}");
-        recover(&out).unwrap();
-        check_settled(&out.join("clusters/c")).unwrap();
-    }
-
-    #[test]
-    fn an_update_interrupted_before_its_journal_leaves_the_previous_tree() {
-        let (_temp, out, old) = rendered(10);
-        let mut new = old.clone();
-        new.insert("clusters/c/servers/s1/configmap-s1.yaml".into(), b"one\n".to_vec());
-        let (update, _) = stage(&out, &new, &["clusters/c/servers/s1/configmap-s1.yaml"], &[]).unwrap();
-        fs::remove_file(update.join(JOURNAL)).unwrap(); // killed before the journal was renamed into place
-        recover(&out).unwrap();
-        assert_eq!(read_tree(&out).unwrap(), old);
-        assert!(!update.exists());
-    }
-
-    #[test]
-    fn a_swap_killed_between_its_renames_is_restored() {
-        let (_temp, out, old) = rendered(3);
-        fs::rename(&out, sibling(&out, "tfrs-old")).unwrap();
-        fs::create_dir_all(sibling(&out, "tfrs-new")).unwrap();
-        recover(&out).unwrap();
-        assert_eq!(read_tree(&out).unwrap(), old);
-        assert!(!sibling(&out, "tfrs-new").exists());
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn removing_a_tree_does_not_follow_symlinks() {
-        let temp = tempfile::tempdir().unwrap();
-        let kept = temp.path().join("kept");
-        fs::create_dir_all(&kept).unwrap();
-        fs::write(kept.join("file"), "x").unwrap();
-        let doomed = temp.path().join("doomed");
-        fs::create_dir_all(doomed.join("a")).unwrap();
-        fs::write(doomed.join("a/file"), "y").unwrap();
-        std::os::unix::fs::symlink(&kept, doomed.join("a/link")).unwrap();
-        remove_tree(&doomed).unwrap();
-        assert!(!doomed.exists());
-        assert!(kept.join("file").is_file());
-    }
-}
+mod tests;
