@@ -105,7 +105,9 @@ impl Current {
         let trusted = |path: &str, stat: &Stat| {
             records.files.get(path).filter(|r| r.stat == *stat && r.stat.mtime.saturating_add(RACY) <= records.saved).map(|r| r.content)
         };
-        let identified: Vec<anyhow::Result<(String, Stat, ContentId, Option<Vec<u8>>)>> = listed
+        // Per file: its path, stat and content id, and its bytes when it had to be read.
+        type Identified = (String, Stat, ContentId, Option<Vec<u8>>);
+        let identified: Vec<anyhow::Result<Identified>> = listed
             .into_par_iter()
             .map(|(path, stat)| {
                 if let Some(content) = trusted(&path, &stat) {
