@@ -4,7 +4,6 @@ use super::Status;
 use super::args::RenderArgs;
 use super::stages::{load, report, select};
 use crate::layout;
-use crate::object::ContentId;
 use crate::pipeline::{self, Built, Failure, Setup};
 use crate::render::memo;
 use crate::source::{inputs, memo_cache};
@@ -42,7 +41,9 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let kept = kept_clusters(&spec, &current, &args.remove_clusters)?;
     let memo = memo_file.is_some().then_some(saved.jobs).and_then(|jobs| setup.memo(jobs, &current));
     let mut staging = if args.check { None } else { Some(write::Staging::begin(&out)?) };
-    let mut sum = match render_parts(&spec, &bundle, &setup, memo.as_ref(), &current, staging.as_mut())? {
+    // NB: records only for a memo to save; the paths only for `--check` to name.
+    let start = Sum { records: memo_file.is_some().then(Records::default), named: args.check.then(Default::default), ..Sum::default() };
+    let mut sum = match render_parts(&spec, &bundle, &setup, memo.as_ref(), &current, staging.as_mut(), start)? {
         Ok(sum) => sum,
         Err(failure) => {
             drop(staging);
@@ -54,10 +55,10 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let (none, nothing) = (Files::new(), Kept::new());
     let rest = current.changes(&none, &nothing, &|path| !in_dirs(path, &rendered_dirs), &|path| in_clusters(path, &kept));
     sum.add(&rest, None, staging.as_mut())?;
-    if args.check {
-        return check_report(stdout, &args.out, sum.rendered, &sum.changed, &sum.removed, args.quiet);
+    if let Some((changed, removed)) = &sum.named {
+        return check_report(stdout, &args.out, sum.rendered, changed, removed, args.quiet);
     }
-    let (changed, removed) = (sum.changed.len(), sum.removed.len());
+    let (changed, removed) = (sum.changed, sum.removed);
     put_in_place(&out, staging, &mut sum, memo_file.as_deref())?;
     let clusters = spec.clusters.len();
     let notes = notes(sum.reused, sum.table.len(), kept.len());
@@ -78,16 +79,14 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
 /// Puts the staged render in place (unless it changes nothing in a tree tfrs wrote: then it is
 /// dropped), then saves the memo with the records of the files as they now are.
 fn put_in_place(out: &Path, staging: Option<write::Staging>, sum: &mut Sum, memo_file: Option<&Path>) -> anyhow::Result<()> {
-    let mut written = std::collections::BTreeMap::new();
     if let Some(staging) = staging
-        && (!sum.changed.is_empty() || !sum.removed.is_empty() || !out.join(layout::RENDERED_MARKER).exists())
+        && (sum.changed > 0 || sum.removed > 0 || !out.join(layout::RENDERED_MARKER).exists())
     {
-        written = staging.finish()?;
+        staging.finish()?;
     }
-    if let Some(file) = memo_file {
-        sum.records.written(std::mem::take(&mut sum.pending), &written);
-        sum.records.saved = inputs::unix_now_nanos();
-        save_memo(file, &sum.table, &sum.records);
+    if let (Some(file), Some(records)) = (memo_file, sum.records.as_mut()) {
+        records.saved = inputs::unix_now_nanos();
+        save_memo(file, &sum.table, records);
     }
     Ok(())
 }
@@ -103,10 +102,14 @@ fn render_parts(
     memo: Option<&crate::render::Memo<'_>>,
     current: &Current,
     mut staging: Option<&mut write::Staging>,
+    sum: Sum,
 ) -> anyhow::Result<Result<Sum, Failure>> {
-    let mut sum = Sum::default();
+    let mut sum = sum;
     let mut failure = None;
-    for part in spec.parts() {
+    let names: Vec<&str> = spec.clusters.iter().map(|c| c.name()).collect();
+    for name in names {
+        // NB: one cluster's part at a time (a copy of its objects, unless the spec is just it).
+        let part = spec.part_of(name);
         let built = match pipeline::build(&part, bundle, setup, memo) {
             Ok(built) if failure.is_none() => built,
             Ok(_) => continue,
@@ -122,17 +125,20 @@ fn render_parts(
     Ok(failure.map_or(Ok(sum), Err))
 }
 
-/// What the clusters of a render add up to.
+/// What the clusters of a render add up to. Only what the end needs is kept of each cluster:
+/// counts, the memo's entries and the files' records (with a memo), the paths that change
+/// (for `--check`, which names them).
 #[derive(Default)]
 struct Sum {
     objects: usize,
     rendered: usize,
-    changed: Vec<String>,
-    removed: Vec<String>,
+    changed: usize,
+    removed: usize,
     reused: usize,
     table: memo::Table,
-    records: Records,
-    pending: Vec<(String, ContentId)>,
+    records: Option<Records>,
+    /// `--check`: the paths that would change and be removed.
+    named: Option<(Vec<String>, Vec<String>)>,
 }
 
 impl Sum {
@@ -142,13 +148,19 @@ impl Sum {
             self.objects += files.keys().chain(unread.keys()).filter(|p| is_object_file(p)).count();
             self.rendered += files.len() + unread.len();
         }
-        self.changed.extend(changes.update.changed.iter().map(|p| (*p).to_owned()));
-        self.removed.extend(changes.update.removed.iter().map(|p| (*p).to_owned()));
-        let (records, pending) = changes.records();
-        self.records.files.extend(records.files);
-        self.pending.extend(pending);
-        if let Some(staging) = staging {
-            staging.add(&changes.update)?;
+        let update = &changes.update;
+        self.changed += update.changed.len();
+        self.removed += update.removed.len();
+        if let Some((changed, removed)) = self.named.as_mut() {
+            changed.extend(update.changed.iter().map(|p| (*p).to_owned()));
+            removed.extend(update.removed.iter().map(|p| (*p).to_owned()));
+        }
+        let stats = match staging {
+            Some(staging) => staging.add(update)?,
+            None => Vec::new(),
+        };
+        if let Some(records) = self.records.as_mut() {
+            records.files.extend(changes.records(&stats).files);
         }
         Ok(())
     }

@@ -213,10 +213,11 @@ pub struct Changes<'a> {
 }
 
 impl Changes<'_> {
-    /// The records of the files that stay as they are (their current stat), and the content of
-    /// each file to be written, whose stat is known once it is ([`Records::written`]).
+    /// The records of this part of the tree once written: the files that stay keep their
+    /// current stat, the changed ones take `written` (their stats, in the order of
+    /// `update.changed`, as [`write::Staging::add`] returns them).
     #[must_use]
-    pub fn records(&self) -> (Records, Vec<(String, ContentId)>) {
+    pub fn records(&self, written: &[Stat]) -> Records {
         let mut records = Records::default();
         for path in &self.update.unchanged {
             let content = self.ids.get(path).or_else(|| self.kept.get(*path)).copied().or_else(|| self.current.content_id(path));
@@ -224,20 +225,12 @@ impl Changes<'_> {
                 records.files.insert((*path).to_owned(), Record { stat: *stat, content });
             }
         }
-        let pending = self.update.changed.iter().filter_map(|path| Some(((*path).to_owned(), *self.ids.get(path)?))).collect();
-        (records, pending)
-    }
-}
-
-impl Records {
-    /// Adds the records of files just written: `pending` (path, content) with the stats the
-    /// write returned; a file without a stat is left out (it is read next time).
-    pub fn written(&mut self, pending: Vec<(String, ContentId)>, stats: &BTreeMap<String, Stat>) {
-        for (path, content) in pending {
-            if let Some(stat) = stats.get(&path) {
-                self.files.insert(path, Record { stat: *stat, content });
+        for (path, stat) in self.update.changed.iter().zip(written) {
+            if let Some(content) = self.ids.get(path) {
+                records.files.insert((*path).to_owned(), Record { stat: *stat, content: *content });
             }
         }
+        records
     }
 }
 
@@ -255,8 +248,8 @@ mod tests {
     }
 
     fn recorded(changes: &Changes<'_>, written: &BTreeMap<String, Stat>) -> Records {
-        let (mut records, pending) = changes.records();
-        records.written(pending, written);
+        let stats: Vec<Stat> = changes.update.changed.iter().map(|p| written[*p]).collect();
+        let mut records = changes.records(&stats);
         records.saved = now() + 2 * RACY;
         records
     }

@@ -279,8 +279,9 @@ impl Update<'_> {
 /// return, completed by the next run.
 pub fn write(out: &Path, update: &Update<'_>) -> anyhow::Result<BTreeMap<String, Stat>> {
     let mut staging = Staging::begin(out)?;
-    staging.add(update)?;
-    staging.finish()
+    let stats = staging.add(update)?;
+    staging.finish()?;
+    Ok(update.changed.iter().map(|p| (*p).to_owned()).zip(stats).collect())
 }
 
 /// A render being staged beside the output directory, part by part; dropped unfinished, it is
@@ -291,7 +292,6 @@ pub struct Staging {
     dir: PathBuf,
     swap: bool,
     journal: Journal,
-    written: BTreeMap<String, Stat>,
     done: bool,
 }
 
@@ -307,14 +307,8 @@ impl Staging {
         check_writable(out)?;
         let swap = !out.join(MARKER).is_file();
         let dir = sibling(out, if swap { "tfrs-new" } else { "tfrs-update" });
-        let staging = Staging {
-            out: out.to_path_buf(),
-            dir,
-            swap,
-            journal: Journal { remove: Vec::new(), write: Vec::new() },
-            written: BTreeMap::new(),
-            done: false,
-        };
+        let staging =
+            Staging { out: out.to_path_buf(), dir, swap, journal: Journal { remove: Vec::new(), write: Vec::new() }, done: false };
         let created = if swap {
             fs::create_dir_all(&staging.dir).and_then(|()| fs::write(staging.dir.join(MARKER), MARKER_TEXT))
         } else {
@@ -325,43 +319,39 @@ impl Staging {
     }
 
     /// Stages one part of the render: its changed files are written (in parallel), its
-    /// unchanged files linked into a swap, its removals noted.
+    /// unchanged files linked into a swap, its removals noted. Returns the stat of each changed
+    /// file, in order: the stat it keeps once in place (a rename keeps it).
     ///
     /// # Errors
     ///
     /// I/O errors.
-    pub fn add(&mut self, update: &Update<'_>) -> anyhow::Result<()> {
+    pub fn add(&mut self, update: &Update<'_>) -> anyhow::Result<Vec<Stat>> {
         let root = if self.swap { self.dir.clone() } else { self.dir.join(STAGED) };
-        let result = (|| -> std::io::Result<()> {
+        let result = (|| -> std::io::Result<Vec<Stat>> {
             let linked: &[&str] = if self.swap { &update.unchanged } else { &[] };
             create_parents(&root, update.changed.iter().chain(linked).copied())?;
             linked.par_iter().try_for_each(|relative| -> std::io::Result<()> {
                 let (from, to) = (self.out.join(relative), root.join(relative));
                 fs::hard_link(&from, &to).or_else(|_| fs::copy(&from, &to).map(drop))
             })?;
-            let written: Vec<(String, Stat)> = update
-                .changed
-                .par_iter()
-                .map(|relative| write_file(&root.join(relative), &update.files[*relative]).map(|stat| ((*relative).to_owned(), stat)))
-                .collect::<std::io::Result<_>>()?;
-            self.written.extend(written);
-            Ok(())
+            update.changed.par_iter().map(|relative| write_file(&root.join(relative), &update.files[*relative])).collect()
         })();
-        result.with_context(|| format!("cannot write `{}`", self.dir.display()))?;
-        self.journal.write.extend(update.changed.iter().map(|p| (*p).to_owned()));
-        self.journal.remove.extend(update.removed.iter().map(|p| (*p).to_owned()));
-        Ok(())
+        let stats = result.with_context(|| format!("cannot write `{}`", self.dir.display()))?;
+        // NB: a swap needs no journal (and a fleet's paths are not kept twice).
+        if !self.swap {
+            self.journal.write.extend(update.changed.iter().map(|p| (*p).to_owned()));
+            self.journal.remove.extend(update.removed.iter().map(|p| (*p).to_owned()));
+        }
+        Ok(stats)
     }
 
-    /// Puts the staged render in place (the swap's renames, or the update's journal carried
-    /// out) and returns the stat of every file written.
+    /// Puts the staged render in place: the swap's renames, or the update's journal carried out.
     ///
     /// # Errors
     ///
     /// I/O errors: before the point of no return the previous tree is left in place; after it
     /// the next run completes the update.
-    pub fn finish(mut self) -> anyhow::Result<BTreeMap<String, Stat>> {
-        let written = std::mem::take(&mut self.written);
+    pub fn finish(mut self) -> anyhow::Result<()> {
         if self.swap {
             self.swap_in()?;
         } else {
@@ -370,7 +360,7 @@ impl Staging {
                 format!("the update of `{}` was interrupted; the next `tfrs render` into it finishes it first", self.out.display())
             })?;
         }
-        Ok(written)
+        Ok(())
     }
 
     /// Writes the journal of an update: the point of no return.

@@ -189,7 +189,11 @@ pub(super) fn layers(
     for (environment, _) in selected {
         let documents = environments.get(environment).into_iter().flatten();
         for document in documents.filter(|d| d.kind == kind && d.target.as_ref().is_some_and(|(n, _)| n == name)) {
-            found.push(Layer { label: format!("environment `{environment}`"), spec: document.spec.clone(), selected_at: None });
+            found.push(Layer {
+                label: format!("environment `{environment}`"),
+                spec: std::sync::Arc::new(document.spec.clone()),
+                selected_at: None,
+            });
         }
     }
     conflicts(&found, label, files, out);

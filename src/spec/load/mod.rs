@@ -19,6 +19,7 @@ use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// One spec object after merging and validation.
 #[derive(Debug, Clone)]
@@ -31,8 +32,9 @@ pub struct Object<S> {
     pub cluster: String,
     /// Its spec, with overlays and defaults applied.
     pub spec: S,
-    /// The merged document tree, for locating fields in messages.
-    pub tree: Node,
+    /// The merged document tree, for locating fields in messages (shared between the placements
+    /// of one document where they are equal: a fleet places one document in many clusters).
+    pub tree: Arc<Node>,
     /// The layers that contributed to `spec`, lowest first (overlays, then the spec itself).
     pub layers: Vec<Layer>,
 }
@@ -58,8 +60,8 @@ impl<S> Object<S> {
 pub struct Layer {
     /// `overlay `prod`` or `spec`.
     pub label: String,
-    /// The spec fragment (the value of `spec:`).
-    pub spec: Node,
+    /// The spec fragment (the value of `spec:`), shared like [`Object::tree`].
+    pub spec: Arc<Node>,
     /// For a built-in overlay that a cluster's `spec.overlays` names: that entry. What the
     /// overlay sets is located there, in the user's file, not in a file the user never wrote.
     pub selected_at: Option<Origin>,
@@ -230,14 +232,15 @@ fn build_all(documents: Vec<(Kind, Node)>, inputs: &BuildInputs<'_>, out: &mut V
             // NB: the last placement takes the document itself (most documents have one).
             let mut document = Some(document);
             let last = clusters.len() - 1;
-            let mut built: Vec<(Option<Built>, Vec<Diagnostic>)> = clusters
-                .into_iter()
-                .enumerate()
-                .filter_map(|(index, cluster)| {
-                    let document = if index == last { document.take()? } else { document.clone()? };
-                    Some(build_document(kind, document, cluster, inputs))
-                })
-                .collect();
+            let mut built: Vec<(Option<Built>, Vec<Diagnostic>)> = Vec::with_capacity(clusters.len() + 1);
+            for (index, cluster) in clusters.into_iter().enumerate() {
+                let Some(document) = (if index == last { document.take() } else { document.clone() }) else { continue };
+                let (mut object, problems) = build_document(kind, document, cluster, inputs);
+                if let (Some(first), Some(next)) = (built.first().and_then(|(b, _)| b.as_ref()), object.as_mut()) {
+                    next.share(first);
+                }
+                built.push((object, problems));
+            }
             built.push((None, problems));
             built
         })
@@ -299,7 +302,7 @@ fn overlay_layers(kind: Kind, cluster: &str, inputs: &BuildInputs<'_>) -> Vec<La
             let built_in = inputs.bundle.overlays.get(name).is_some_and(|&file| inputs.bundle.is_builtin(file));
             inputs.overlays.get(name).into_iter().flatten().filter(|o| o.kind == kind).map(move |o| Layer {
                 label: format!("overlay `{name}`"),
-                spec: o.spec.clone(),
+                spec: Arc::new(o.spec.clone()),
                 selected_at: at.filter(|_| built_in),
             })
         })
@@ -325,6 +328,30 @@ enum Built {
     Cluster(Box<Object<ClusterSpec>>),
     Tenant(Box<Object<TenantSpec>>),
     Server(Box<Object<ServerSpec>>),
+}
+
+impl Built {
+    /// Shares with `first` (another placement of the same document) every tree and layer that is
+    /// equal: a document placed in ten clusters is then held about once.
+    fn share(&mut self, first: &Built) {
+        match (self, first) {
+            (Built::Cluster(next), Built::Cluster(first)) => share(next, first),
+            (Built::Tenant(next), Built::Tenant(first)) => share(next, first),
+            (Built::Server(next), Built::Server(first)) => share(next, first),
+            _ => {}
+        }
+    }
+}
+
+fn share<S>(next: &mut Object<S>, first: &Object<S>) {
+    if next.tree == first.tree {
+        next.tree = Arc::clone(&first.tree);
+    }
+    for layer in &mut next.layers {
+        if let Some(same) = first.layers.iter().find(|f| f.spec == layer.spec) {
+            layer.spec = Arc::clone(&same.spec);
+        }
+    }
 }
 
 /// Reads `kind` and `apiVersion` of a spec document, reporting what is wrong with them.
@@ -422,9 +449,9 @@ struct Layers {
 fn build<S: DeserializeOwned>(mut document: Node, layers: Layers, schema: &Json, out: &mut Vec<Diagnostic>) -> Option<Object<S>> {
     let Layers { below: mut layers, above, cluster } = layers;
     if let Some(own) = document.get("spec") {
-        layers.push(Layer { label: "spec".to_owned(), spec: own.clone(), selected_at: None });
+        layers.push(Layer { label: "spec".to_owned(), spec: Arc::new(own.clone()), selected_at: None });
         layers.extend(above);
-        let merged = layers.iter().skip(1).fold(layers[0].spec.clone(), |acc, layer| merge(&acc, &layer.spec));
+        let merged = layers.iter().skip(1).fold(Node::clone(&layers[0].spec), |acc, layer| merge(&acc, &layer.spec));
         if let Value::Map(entries) = &mut document.value
             && let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec")
         {
@@ -437,7 +464,7 @@ fn build<S: DeserializeOwned>(mut document: Node, layers: Layers, schema: &Json,
         return None;
     }
     match serde_json::from_value::<Document<S>>(document.to_json()) {
-        Ok(typed) => Some(Object { metadata: typed.metadata, cluster, spec: typed.spec, tree: document, layers }),
+        Ok(typed) => Some(Object { metadata: typed.metadata, cluster, spec: typed.spec, tree: Arc::new(document), layers }),
         Err(error) => {
             // NB: the schema comes from the same types, so this means the two disagree: a bug.
             out.push(Diagnostic::error(
