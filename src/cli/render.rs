@@ -5,12 +5,12 @@ use super::args::RenderArgs;
 use super::stages::{load, report, select};
 use crate::layout;
 use crate::pipeline::{self, Built, Failure, Setup};
-use crate::render::memo;
 use crate::source::{inputs, memo_cache};
 use crate::spec::Spec;
-use crate::tree::current::{Changes, Current, Records};
+use crate::tree::current::Current;
+use crate::tree::write::Stat;
 use crate::tree::{Files, Kept, Tree, write};
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::Path;
@@ -30,38 +30,43 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let spec = select(spec, &bundle, &args.settings.clusters)?;
     let settings = &args.settings;
     let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
-    // The memo of the last render into this directory (none with `--no-memo`, or when it
-    // cannot be read: then every component is templated and every file read).
-    let memo_file = (!args.no_memo).then(|| memo_cache::path(&out)).flatten();
-    let saved = memo_file.as_deref().map(memo_cache::load).unwrap_or_default();
-    // The current tree is listed once, its files identified by their records where those still
-    // hold: for the memo, the sealing reuse, the change count and the write. Only the rendered
-    // part of a checkout counts for `--check` (not `.git/`, a README, other files).
-    let current = Current::read(&out, &saved.files, &|path| !args.check || path.starts_with(layout::CLUSTERS))?;
-    let kept = kept_clusters(&spec, &current, &args.remove_clusters)?;
-    let memo = memo_file.is_some().then_some(saved.jobs).and_then(|jobs| setup.memo(jobs, &current));
+    let kept = kept_clusters(&spec, &present_clusters(&out)?, &args.remove_clusters)?;
     let mut staging = if args.check { None } else { Some(write::Staging::begin(&out)?) };
-    // NB: records only for a memo to save; the paths only for `--check` to name.
-    let start = Sum { records: memo_file.is_some().then(Records::default), named: args.check.then(Default::default), ..Sum::default() };
-    let mut sum = match render_parts(&spec, &bundle, &setup, memo.as_ref(), &current, staging.as_mut(), start)? {
+    // The memo of the last render into this directory: none with `--no-memo`, or when it
+    // cannot be read (then every component is templated and every file read).
+    let memos = (!args.no_memo).then(|| memo_cache::path(&out)).flatten();
+    let start = Sum { named: args.check.then(Default::default), ..Sum::default() };
+    let context = Context { out: &out, bundle: &bundle, setup: &setup, memos: memos.as_deref() };
+    let mut sum = match render_parts(&spec, &context, staging.as_mut(), start)? {
         Ok(sum) => sum,
         Err(failure) => {
             drop(staging);
             return report(failure, &bundle).map(|()| Status::Failure);
         }
     };
-    // The rest of the directory: other clusters' files stay, anything else is removed.
-    let rendered_dirs: Vec<String> = spec.clusters.iter().map(|c| layout::cluster_dir(c.name())).collect();
-    let (none, nothing) = (Files::new(), Kept::new());
-    let rest = current.changes(&none, &nothing, &|path| !in_dirs(path, &rendered_dirs), &|path| in_clusters(path, &kept));
-    sum.add(&rest, None, staging.as_mut())?;
+    // The rest of the directory: other clusters' files stay, anything else is removed (in a
+    // checkout, `--check` looks at the clusters only).
+    let ours: BTreeSet<String> =
+        spec.clusters.iter().map(|c| c.name().to_owned()).chain(kept.iter().cloned()).map(|c| layout::cluster_dir(&c)).collect();
+    let mut rest: Vec<String> = write::list_below(&out, "", &|dir| ours.contains(dir))?.into_iter().map(|(path, _)| path).collect();
+    rest.retain(|path| !args.check || layout::cluster_of(path).is_some());
+    let update = write::Update {
+        files: &Files::new(),
+        changed: Vec::new(),
+        removed: rest.iter().map(String::as_str).collect(),
+        unchanged: Vec::new(),
+    };
+    sum.add(&update, None, staging.as_mut())?;
     if let Some((changed, removed)) = &sum.named {
         return check_report(stdout, &args.out, sum.rendered, changed, removed, args.quiet);
     }
     let (changed, removed) = (sum.changed, sum.removed);
-    put_in_place(&out, staging, &mut sum, memo_file.as_deref())?;
+    put_in_place(&out, staging, &mut sum)?;
+    for cluster in memos.iter().flat_map(|dir| args.remove_clusters.iter().map(move |c| (dir, c))) {
+        memo_cache::forget(cluster.0, cluster.1);
+    }
     let clusters = spec.clusters.len();
-    let notes = notes(sum.reused, sum.table.len(), kept.len());
+    let notes = notes(sum.reused, sum.units, kept.len());
     writeln!(
         stdout,
         "rendered {clusters} cluster{} into `{}`: {} objects in {} files ({changed} changed, {removed} removed{notes})",
@@ -70,25 +75,35 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         sum.objects,
         sum.rendered,
     )?;
-    // NB: the process ends next; freeing tens of thousands of buffers one by one would take a
-    // tenth of a large re-render.
-    std::mem::forget((sum, current, spec, bundle));
+    // NB: the process ends next; freeing what is left one by one is not worth its time.
+    std::mem::forget((sum, spec, bundle));
     Ok(Status::Success)
 }
 
 /// Puts the staged render in place (unless it changes nothing in a tree tfrs wrote: then it is
-/// dropped), then saves the memo with the records of the files as they now are.
-fn put_in_place(out: &Path, staging: Option<write::Staging>, sum: &mut Sum, memo_file: Option<&Path>) -> anyhow::Result<()> {
+/// dropped), then the memo of each cluster beside it.
+fn put_in_place(out: &Path, staging: Option<write::Staging>, sum: &mut Sum) -> anyhow::Result<()> {
     if let Some(staging) = staging
         && (sum.changed > 0 || sum.removed > 0 || !out.join(layout::RENDERED_MARKER).exists())
     {
         staging.finish()?;
     }
-    if let (Some(file), Some(records)) = (memo_file, sum.records.as_mut()) {
-        records.saved = inputs::unix_now_nanos();
-        save_memo(file, &sum.table, records);
+    // NB: a memo that cannot be saved costs the next render time, never correctness: the
+    // stamps are checked against the files, and a file is trusted by its record only while its
+    // stat is unchanged.
+    if let Err(error) = std::mem::take(&mut sum.memo).commit() {
+        eprintln!("warning: the render memo was not saved: {error}");
     }
     Ok(())
+}
+
+/// What every cluster's render reads besides its spec.
+struct Context<'a> {
+    out: &'a Path,
+    bundle: &'a crate::spec::Bundle,
+    setup: &'a Setup,
+    /// The memo directory, when there is a memo.
+    memos: Option<&'a Path>,
 }
 
 /// Renders `spec` cluster by cluster: each rendered, sealed, compared, staged (unless
@@ -97,37 +112,24 @@ fn put_in_place(out: &Path, staging: Option<write::Staging>, sum: &mut Sum, memo
 /// cluster's problems at once.
 fn render_parts(
     spec: &Spec,
-    bundle: &crate::spec::Bundle,
-    setup: &Setup,
-    memo: Option<&crate::render::Memo<'_>>,
-    current: &Current,
+    context: &Context<'_>,
     mut staging: Option<&mut write::Staging>,
-    sum: Sum,
+    mut sum: Sum,
 ) -> anyhow::Result<Result<Sum, Failure>> {
-    let mut sum = sum;
     let mut failure = None;
-    let names: Vec<&str> = spec.clusters.iter().map(|c| c.name()).collect();
-    for name in names {
-        // NB: one cluster's part at a time (a copy of its objects, unless the spec is just it).
-        let part = spec.part_of(name);
-        let built = match pipeline::build(&part, bundle, setup, memo) {
-            Ok(built) if failure.is_none() => built,
-            Ok(_) => continue,
-            // NB: the other clusters are still rendered, so every problem is reported at once.
-            Err(next) => {
-                failure = Some(merge(failure, next));
-                continue;
-            }
-        };
-        let dirs: Vec<String> = part.clusters.iter().map(|c| layout::cluster_dir(c.name())).collect();
-        stage_part(built, &dirs, current, staging.as_deref_mut(), &mut sum)?;
+    for cluster in &spec.clusters {
+        // NB: after a failure the other clusters are still rendered (nothing staged), so every
+        // problem is reported at once.
+        let staging = if failure.is_none() { staging.as_deref_mut() } else { None };
+        if let Err(next) = render_cluster(spec, cluster.name(), context, staging, &mut sum)? {
+            failure = Some(merge(failure, next));
+        }
     }
     Ok(failure.map_or(Ok(sum), Err))
 }
 
 /// What the clusters of a render add up to. Only what the end needs is kept of each cluster:
-/// counts, the memo's entries and the files' records (with a memo), the paths that change
-/// (for `--check`, which names them).
+/// counts, its memo (staged on disk), the paths that change (for `--check`, which names them).
 #[derive(Default)]
 struct Sum {
     objects: usize,
@@ -135,51 +137,76 @@ struct Sum {
     changed: usize,
     removed: usize,
     reused: usize,
-    table: memo::Table,
-    records: Option<Records>,
+    units: usize,
+    memo: memo_cache::Staged,
     /// `--check`: the paths that would change and be removed.
     named: Option<(Vec<String>, Vec<String>)>,
 }
 
 impl Sum {
-    /// Counts one part's changes (its files when `files` is given) and stages them.
-    fn add(&mut self, changes: &Changes<'_>, files: Option<(&Files, &Kept)>, staging: Option<&mut write::Staging>) -> anyhow::Result<()> {
+    /// Counts one part's `update` (its files when `files` is given) and stages it; the stats of
+    /// its changed files, in order.
+    fn add(
+        &mut self,
+        update: &write::Update<'_>,
+        files: Option<(&Files, &Kept)>,
+        staging: Option<&mut write::Staging>,
+    ) -> anyhow::Result<Vec<Stat>> {
         if let Some((files, unread)) = files {
             self.objects += files.keys().chain(unread.keys()).filter(|p| is_object_file(p)).count();
             self.rendered += files.len() + unread.len();
         }
-        let update = &changes.update;
         self.changed += update.changed.len();
         self.removed += update.removed.len();
         if let Some((changed, removed)) = self.named.as_mut() {
             changed.extend(update.changed.iter().map(|p| (*p).to_owned()));
             removed.extend(update.removed.iter().map(|p| (*p).to_owned()));
         }
-        let stats = match staging {
-            Some(staging) => staging.add(update)?,
-            None => Vec::new(),
-        };
-        if let Some(records) = self.records.as_mut() {
-            records.files.extend(changes.records(&stats).files);
+        match staging {
+            Some(staging) => staging.add(update),
+            None => Ok(Vec::new()),
         }
-        Ok(())
     }
 }
 
-/// Seals one part of the render (a cluster) against the current tree, compares it with the
-/// files under its `dirs`, counts and stages it; its files are freed on return.
-fn stage_part(built: Built, dirs: &[String], current: &Current, staging: Option<&mut write::Staging>, sum: &mut Sum) -> anyhow::Result<()> {
-    let Built { mut tree, memo: jobs, reused } = built;
-    sum.table.extend(jobs);
+/// Renders cluster `name` of `spec` against its directory (read as far as its memo's records
+/// allow), seals, compares, counts and stages it (and its memo) unless `staging` is `None`; its
+/// files are freed on return.
+fn render_cluster(
+    spec: &Spec,
+    name: &str,
+    context: &Context<'_>,
+    staging: Option<&mut write::Staging>,
+    sum: &mut Sum,
+) -> anyhow::Result<Result<(), Failure>> {
+    // NB: one cluster's part at a time (a copy of its objects, unless the spec is just it).
+    let part = spec.part_of(name);
+    let dir = layout::cluster_dir(name);
+    let saved = context.memos.map(|memos| memo_cache::load(memos, name)).unwrap_or_default();
+    let current = Current::read_below(context.out, &dir, &saved.files, &|_| false)?;
+    let memo = context.memos.and_then(|_| context.setup.memo(saved.jobs, &current));
+    let Built { mut tree, memo: jobs, reused } = match pipeline::build(&part, context.bundle, context.setup, memo.as_ref()) {
+        Ok(built) => built,
+        Err(failure) => return Ok(Err(failure)),
+    };
     sum.reused += reused;
-    let sealed = seal_against(&mut tree, current, dirs)?;
+    sum.units += jobs.len();
+    let sealed = seal_against(&mut tree, &current, std::slice::from_ref(&dir))?;
     let (files, unread) = tree.into_files();
-    let changes = current.changes(&files, &unread, &|path| in_dirs(path, dirs), &|_| false);
-    sum.add(&changes, Some((&files, &unread)), staging)?;
-    drop((changes, sealed));
+    let changes = current.changes(&files, &unread, &|_| true, &|_| false);
+    let staged = staging.is_some();
+    let stats = sum.add(&changes.update, Some((&files, &unread)), staging)?;
+    if let (Some(memos), true) = (context.memos, staged) {
+        let mut records = changes.records(&stats);
+        records.saved = inputs::unix_now_nanos();
+        if let Err(error) = sum.memo.add(memos, name, &jobs, &records) {
+            eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
+        }
+    }
+    drop((changes, sealed, memo));
     // NB: freed in the background: a cluster's tens of thousands of buffers, one by one.
-    std::thread::spawn(move || drop((files, unread)));
-    Ok(())
+    std::thread::spawn(move || drop((files, unread, jobs)));
+    Ok(Ok(()))
 }
 
 /// Two failures of one render as one report: the diagnostics of both (an environment problem
@@ -200,10 +227,6 @@ fn merge(first: Option<Failure>, next: Failure) -> Failure {
     } else {
         Failure::Invalid(all)
     }
-}
-
-fn in_dirs(path: &str, dirs: &[String]) -> bool {
-    dirs.iter().any(|dir| path.strip_prefix(dir.as_str()).is_some_and(|rest| rest.starts_with('/')))
 }
 
 /// How many paths of each list `render --check` names.
@@ -248,15 +271,6 @@ fn name_paths(stdout: &mut dyn Write, verb: &str, paths: &[String]) -> std::io::
     Ok(())
 }
 
-/// Saves the memo of this render. Only after the tree is in place, and a memo that cannot be
-/// saved costs the next render time, never correctness: the stamps are checked against the
-/// files, and a file is trusted by its record only while its stat is unchanged.
-fn save_memo(file: &Path, jobs: &memo::Table, records: &Records) {
-    if let Err(error) = memo_cache::save(file, jobs, records) {
-        eprintln!("warning: the render memo was not saved to `{}`: {error}", file.display());
-    }
-}
-
 /// Whether a path of the tree holds an object (not a `kustomization.yaml` or the plan).
 fn is_object_file(path: &str) -> bool {
     path.ends_with(".yaml") && !path.ends_with(layout::KUSTOMIZATION)
@@ -285,9 +299,9 @@ fn seal_against<'a>(tree: &mut Tree, current: &'a Current, dirs: &[String]) -> a
 ///
 /// A `--remove-cluster` that names a cluster this render writes, or none of the output
 /// directory (a typo must not pass silently).
-fn kept_clusters(spec: &Spec, current: &Current, remove: &[String]) -> anyhow::Result<BTreeSet<String>> {
+fn kept_clusters(spec: &Spec, present: &BTreeSet<String>, remove: &[String]) -> anyhow::Result<BTreeSet<String>> {
     let rendered: BTreeSet<&str> = spec.clusters.iter().map(|c| c.name()).collect();
-    let present: BTreeSet<&str> = current.paths().filter_map(layout::cluster_of).collect();
+    let present: BTreeSet<&str> = present.iter().map(String::as_str).collect();
     for name in remove {
         if rendered.contains(name.as_str()) {
             bail!("--remove-cluster `{name}`: this render writes that cluster; remove it from the inputs (or `--cluster`) first");
@@ -301,8 +315,20 @@ fn kept_clusters(spec: &Spec, current: &Current, remove: &[String]) -> anyhow::R
     Ok(present.into_iter().filter(|c| !rendered.contains(c) && !remove.iter().any(|r| r == c)).map(str::to_owned).collect())
 }
 
-fn in_clusters(path: &str, clusters: &BTreeSet<String>) -> bool {
-    layout::cluster_of(path).is_some_and(|c| clusters.contains(c))
+/// The clusters the output directory holds: the directories below `clusters/`.
+fn present_clusters(out: &Path) -> anyhow::Result<BTreeSet<String>> {
+    let dir = out.join(layout::CLUSTERS);
+    if !dir.is_dir() {
+        return Ok(BTreeSet::new());
+    }
+    let mut present = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("cannot read `{}`", dir.display()))? {
+        let entry = entry?;
+        if entry.path().is_dir() {
+            present.insert(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    Ok(present)
 }
 
 /// The end of the summary line: how much of the templating the memo saved (not said without a

@@ -1,6 +1,8 @@
 //! Where the render memo (`crate::render::memo`) of an output directory is kept between runs:
-//! `<cache>/memo-<digest of the directory's absolute path>.json`, with `<cache>` the first of
-//! `$TFRS_CACHE_DIR`, `$XDG_CACHE_HOME/tfrs`, `$HOME/.cache/tfrs`.
+//! `<cache>/memo-<digest of the directory's absolute path>/`, with `<cache>` the first of
+//! `$TFRS_CACHE_DIR`, `$XDG_CACHE_HOME/tfrs`, `$HOME/.cache/tfrs`; in it, per cluster,
+//! `<cluster>.json` (the memo's entries) and `<cluster>.files` (the records of its files,
+//! `crate::tree::current`). Per cluster, so that a render holds one cluster's memo at a time.
 //!
 //! It is outside the output directory on purpose: the tree stays exactly the layout
 //! `docs/render.md` shows, and the memo, which names the tfrs executable it was made by, never
@@ -12,7 +14,7 @@ use crate::tree::current::Records;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// The memo file of output directory `out`; `None` when no cache directory is known.
+/// The memo directory of output directory `out`; `None` when no cache directory is known.
 pub(crate) fn path(out: &Path) -> Option<PathBuf> {
     let dir = match std::env::var_os("TFRS_CACHE_DIR").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
@@ -23,7 +25,7 @@ pub(crate) fn path(out: &Path) -> Option<PathBuf> {
     };
     let absolute = std::path::absolute(out).ok()?;
     let digest = Sha256::digest(absolute.as_os_str().as_encoded_bytes());
-    Some(dir.join(format!("memo-{}.json", crate::secrets::bytes::to_hex(&digest[..16]))))
+    Some(dir.join(format!("memo-{}", crate::secrets::bytes::to_hex(&digest[..16]))))
 }
 
 /// What is kept between two renders into one directory: the memo's jobs and the records of the
@@ -36,15 +38,11 @@ pub(crate) struct Saved {
     pub(crate) files: Records,
 }
 
-/// The records of memo file `file` are kept beside it, as text.
-fn records_path(file: &Path) -> PathBuf {
-    file.with_extension("files")
-}
-
-/// The memo in `file` and the records beside it, or empty ones.
-pub(crate) fn load(file: &Path) -> Saved {
-    let jobs = std::fs::read(file).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default();
-    let files = std::fs::read_to_string(records_path(file)).map(|text| Records::parse(&text)).unwrap_or_default();
+/// The memo of `cluster` in memo directory `dir`, or an empty one.
+pub(crate) fn load(dir: &Path, cluster: &str) -> Saved {
+    let jobs =
+        std::fs::read(dir.join(format!("{cluster}.json"))).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default();
+    let files = std::fs::read_to_string(dir.join(format!("{cluster}.files"))).map(|text| Records::parse(&text)).unwrap_or_default();
     Saved { jobs, files }
 }
 
@@ -52,24 +50,55 @@ pub(crate) fn load(file: &Path) -> Saved {
 /// and go; their memos should not pile up).
 const STALE: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
-/// Writes `jobs` to `file` and `files` beside it (each through a temporary file and a rename,
-/// so a reader sees the old one or the new one), and removes memos of other directories not
-/// written for 30 days.
-pub(crate) fn save(file: &Path, jobs: &Table, files: &Records) -> std::io::Result<()> {
-    let dir = file.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    prune(dir);
-    replace(file, &serde_json::to_vec(jobs).map_err(std::io::Error::other)?)?;
-    replace(&records_path(file), files.to_text().as_bytes())
+/// Memo files written beside their place, put in place by [`Staged::commit`] once the tree they
+/// describe is, and removed if dropped before.
+#[derive(Default)]
+pub(crate) struct Staged {
+    files: Vec<(PathBuf, PathBuf)>,
 }
 
-fn replace(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = file.parent().unwrap_or(Path::new("."));
-    let temporary = dir.join(format!(".{}.{}", file.file_name().and_then(|n| n.to_str()).unwrap_or("memo"), std::process::id()));
-    std::fs::write(&temporary, bytes)?;
-    std::fs::rename(&temporary, file).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temporary);
-    })
+impl Staged {
+    /// Writes the memo of `cluster` (`jobs`, `records`) into memo directory `dir`, beside its
+    /// place.
+    pub(crate) fn add(&mut self, dir: &Path, cluster: &str, jobs: &Table, records: &Records) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let json = serde_json::to_vec(jobs).map_err(std::io::Error::other)?;
+        for (name, bytes) in [(format!("{cluster}.json"), json), (format!("{cluster}.files"), records.to_text().into_bytes())] {
+            let temporary = dir.join(format!(".{name}.{}", std::process::id()));
+            self.files.push((temporary.clone(), dir.join(name)));
+            std::fs::write(&temporary, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Puts every staged file in place (each by a rename: a reader sees the old memo or the new
+    /// one), and removes the memos of other output directories not written for 30 days.
+    pub(crate) fn commit(mut self) -> std::io::Result<()> {
+        for (temporary, file) in std::mem::take(&mut self.files) {
+            std::fs::rename(&temporary, &file).inspect_err(|_| {
+                let _ = std::fs::remove_file(&temporary);
+            })?;
+            if let Some(memos) = file.parent().and_then(Path::parent) {
+                prune(memos, file.parent());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        for (temporary, _) in &self.files {
+            let _ = std::fs::remove_file(temporary);
+        }
+    }
+}
+
+/// Forgets the memo of `cluster` in memo directory `dir` (its output was removed).
+pub(crate) fn forget(dir: &Path, cluster: &str) {
+    for extension in ["json", "files"] {
+        let _ = std::fs::remove_file(dir.join(format!("{cluster}.{extension}")));
+    }
 }
 
 /// Names this tfrs build: its version and its executable (path, size, modification time), so a
@@ -87,19 +116,18 @@ pub(crate) fn build_id() -> String {
     )
 }
 
-/// Removes `memo-*.json` and `memo-*.files` files in `dir` last written more than [`STALE`] ago. Best effort.
-fn prune(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+/// Removes the memos (`memo-*`) in `memos` not written for [`STALE`], but `keep`. Best effort.
+fn prune(memos: &Path, keep: Option<&Path>) {
+    let Ok(entries) = std::fs::read_dir(memos) else { return };
     let now = std::time::SystemTime::now();
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !(name.starts_with("memo-") && (name.ends_with(".json") || name.ends_with(".files"))) {
+        let path = entry.path();
+        if !entry.file_name().to_str().is_some_and(|n| n.starts_with("memo-")) || Some(path.as_path()) == keep {
             continue;
         }
         let modified = entry.metadata().and_then(|m| m.modified());
         if modified.is_ok_and(|m| now.duration_since(m).is_ok_and(|age| age > STALE)) {
-            let _ = std::fs::remove_file(entry.path());
+            let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
         }
     }
 }

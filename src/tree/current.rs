@@ -102,6 +102,20 @@ impl Current {
     pub fn read(out: &Path, records: &Records, keep: &dyn Fn(&str) -> bool) -> anyhow::Result<Current> {
         let mut listed = write::list(out)?;
         listed.retain(|(path, _)| keep(path));
+        Current::identify(out, listed, records)
+    }
+
+    /// [`Current::read`] of the files below directory `below` of `out` only (paths still
+    /// relative to `out`), but for the directories `skip` names.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors.
+    pub fn read_below(out: &Path, below: &str, records: &Records, skip: &(dyn Fn(&str) -> bool + Sync)) -> anyhow::Result<Current> {
+        Current::identify(out, write::list_below(out, below, skip)?, records)
+    }
+
+    fn identify(out: &Path, listed: Vec<(String, Stat)>, records: &Records) -> anyhow::Result<Current> {
         let trusted = |path: &str, stat: &Stat| {
             records.files.get(path).filter(|r| r.stat == *stat && r.stat.mtime.saturating_add(RACY) <= records.saved).map(|r| r.content)
         };

@@ -168,17 +168,31 @@ pub fn read_tree(out: &Path) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
 ///
 /// I/O errors.
 pub fn list(out: &Path) -> anyhow::Result<Vec<(String, Stat)>> {
+    list_below(out, "", &|_| false)
+}
+
+/// The files below directory `below` of `out` (a relative path; empty for all of `out`), by
+/// path relative to `out`, with their stats, except the marker and what lies in a directory
+/// (relative to `out`) for which `skip` holds; empty when there is no such directory.
+///
+/// # Errors
+///
+/// I/O errors.
+pub fn list_below(out: &Path, below: &str, skip: &(dyn Fn(&str) -> bool + Sync)) -> anyhow::Result<Vec<(String, Stat)>> {
     let mut files = Vec::new();
-    if out.exists() {
-        walk(out, out, &mut files)?;
+    let dir = if below.is_empty() { out.to_path_buf() } else { out.join(below) };
+    if dir.is_dir() {
+        walk(out, &dir, skip, &mut files)?;
     }
     files.retain(|(relative, _)| relative != MARKER);
     Ok(files)
 }
 
-/// The files below `dir`, by path relative to `root`, with their stats. Subdirectories are
-/// walked in parallel (a large tree has tens of thousands of directories).
-fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, Stat)>) -> anyhow::Result<()> {
+/// The files below `dir`, by path relative to `root`, with their stats, but in the directories
+/// `skip` names. Subdirectories are walked in parallel (a large tree has tens of thousands of
+/// directories).
+fn walk(root: &Path, dir: &Path, skip: &(dyn Fn(&str) -> bool + Sync), files: &mut Vec<(String, Stat)>) -> anyhow::Result<()> {
+    let relative = |path: &Path| path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/");
     let mut subdirectories = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))? {
         let entry = entry?;
@@ -187,19 +201,20 @@ fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, Stat)>) -> anyhow::Res
         // NB: `file_type` does not follow symlinks, `is_dir` does: keep following them, as
         // before, for a symlinked directory below a `--templates` root.
         if kind.is_dir() || (kind.is_symlink() && path.is_dir()) {
-            subdirectories.push(path);
+            if !skip(&relative(&path)) {
+                subdirectories.push(path);
+            }
         } else {
             let meta = if kind.is_symlink() { fs::metadata(&path) } else { entry.metadata() };
             let meta = meta.with_context(|| format!("cannot read `{}`", path.display()))?;
-            let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
-            files.push((relative, Stat::of(&meta)));
+            files.push((relative(&path), Stat::of(&meta)));
         }
     }
     let nested: Vec<anyhow::Result<Vec<(String, Stat)>>> = subdirectories
         .into_par_iter()
         .map(|path| {
             let mut below = Vec::new();
-            walk(root, &path, &mut below).map(|()| below)
+            walk(root, &path, skip, &mut below).map(|()| below)
         })
         .collect();
     for below in nested {

@@ -96,8 +96,13 @@ fn the_render_memo_reuses_only_what_still_holds() {
     }
 
     // The memo holds stamps, identities and paths: no value from the spec or its secrets.
-    let memos: Vec<PathBuf> =
-        std::fs::read_dir(&memos).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    // One directory per output directory, one memo and one record file per cluster in it.
+    let memos: Vec<PathBuf> = std::fs::read_dir(&memos)
+        .unwrap()
+        .flat_map(|dir| std::fs::read_dir(dir.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json" || e == "files"))
+        .collect();
     assert!(!memos.is_empty());
     let openai = std::fs::read_to_string(spec.join("secrets/openai-api-key.txt")).unwrap();
     for memo in memos {
