@@ -523,3 +523,37 @@ fn an_invalid_object_is_not_also_called_missing_by_its_environments() {
     assert!(stderr.contains("fleet/tenants.yaml:9:28: spec.postgresql.instances: expected an integer"), "{stderr}");
     assert!(!stderr.contains("is placed in a cluster of environment"), "no follow-on errors: {stderr}");
 }
+
+/// A fleet is rendered cluster by cluster, but a problem in one cluster still stops the whole
+/// render: every cluster's problems are reported at once, and the previous tree (and no staged
+/// leftover) is all there is afterwards.
+#[test]
+fn problems_of_several_clusters_are_reported_at_once_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("fleet");
+    std::fs::create_dir_all(spec.join("environments")).unwrap();
+    let cert = common::root().join("fixtures/demo/keys/sealed-secrets.pem");
+    for file in
+        ["clusters.yaml", "servers.yaml", "tenants.yaml", "environments/dev.yaml", "environments/staging.yaml", "environments/prod.yaml"]
+    {
+        let text = std::fs::read_to_string(Path::new(FLEET).join(file)).unwrap();
+        std::fs::write(spec.join(file), text.replace("../demo/keys/sealed-secrets.pem", s(&cert))).unwrap();
+    }
+    let out = dir.path().join("out");
+    ok(&["render", s(&spec), "--out", s(&out)]);
+    let before = files(&out);
+    let clusters = spec.join("clusters.yaml");
+    let text = std::fs::read_to_string(&clusters).unwrap();
+    // dev's and prod's certificates are missing; staging's is there.
+    let mut broken = text.replacen(s(&cert), "missing-dev.pem", 1);
+    let last = broken.rfind(s(&cert)).unwrap();
+    broken.replace_range(last..last + s(&cert).len(), "missing-prod.pem");
+    std::fs::write(&clusters, broken).unwrap();
+    let output = tfrs(&["render", s(&spec), "--out", s(&out)]);
+    assert_eq!(output.status.code(), Some(2), "an environment problem: {}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("missing-dev.pem") && stderr.contains("missing-prod.pem"), "both clusters' problems: {stderr}");
+    assert_eq!(files(&out), before, "the previous tree is untouched");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 2, "no staging directory left: {leftovers:?}");
+}
