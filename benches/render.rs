@@ -67,7 +67,7 @@ fn stages(c: &mut Criterion) {
     let cluster = &rendered.clusters[0];
     let cold = build(cluster.clone(), &|_| None, 1).expect("builds");
     // The memo of a render into `cold`'s directory.
-    let empty = BTreeMap::new();
+    let empty: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let recorder = Memo::new(master.memo_key(), "bench".to_owned(), Default::default(), &empty);
     let table = render_with_memo(&spec, &bundle, &options, &inputs, Some(&master), Some(&recorder)).expect("renders").memo;
 

@@ -539,3 +539,40 @@ fn commits_carry_their_provenance_and_log_reads_it_back() {
     assert_eq!(document["commits"][0]["source"], serde_json::json!({ "commit": head, "dirty": true }));
     assert_eq!(document["commits"][0]["clusters"], serde_json::json!(["alpha"]));
 }
+
+/// `tfrs commit` keeps a render memo per branch, checked against the branch tip's files by
+/// their blob ids: a re-commit templates nothing, a changed value templates only what sees it,
+/// and what it commits is what a commit without the memo commits.
+#[test]
+fn commit_reuses_its_memo_against_the_branch_and_commits_what_a_full_render_would() {
+    let sandbox = Sandbox::new();
+    let (repo, plain) = (sandbox.bare("gitops.git"), sandbox.bare("plain.git"));
+    let spec = sandbox.fixture("demo", "demo");
+    let first = sandbox.commit(&spec, &repo, &[]);
+    assert!(first.lines().next().unwrap().contains(" (0 of "), "nothing to reuse yet: {first}");
+    let again = sandbox.commit(&spec, &repo, &[]);
+    let counts = |line: &str| -> (usize, usize) {
+        let note = line.rsplit_once(" (").and_then(|(_, n)| n.strip_suffix(" templated units reused)")).expect("a memo note");
+        let (reused, units) = note.split_once(" of ").expect("R of U");
+        (reused.parse().expect("R"), units.parse().expect("U"))
+    };
+    let (reused, units) = counts(again.lines().next().unwrap());
+    assert!(again.starts_with("no changes") && reused == units && units > 0, "{again}");
+    // A changed value: only the units that see it are templated, and the commit equals one made
+    // without the memo into a repository that holds the same previous commit.
+    sandbox.commit(&spec, &plain, &["--no-memo"]);
+    edit(&spec.join("servers.yaml"), "TFS_PROFILE: prod", "TFS_PROFILE: staging");
+    let memo = sandbox.commit(&spec, &repo, &[]);
+    let (reused, _) = counts(memo.lines().next().unwrap());
+    assert!(memo.starts_with("committed ") && reused > units / 2 && reused < units, "only what sees the value: {memo}");
+    let full = sandbox.commit(&spec, &plain, &["--no-memo"]);
+    assert!(!full.contains("templated units reused"), "no memo, no note: {full}");
+    let (a, b) = (tip(&repo, "main"), tip(&plain, "main"));
+    assert_eq!(paths(&repo, a), paths(&plain, b));
+    for file in paths(&repo, a) {
+        let (x, y) = (blob(&repo, a, &file), blob(&plain, b, &file));
+        if !file.contains("sealedsecret-") {
+            assert_eq!(String::from_utf8_lossy(&x), String::from_utf8_lossy(&y), "{file}");
+        }
+    }
+}

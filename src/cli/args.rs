@@ -190,6 +190,10 @@ pub struct CommitArgs {
     /// what changed per component.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Template every component, ignoring the render memo of the last commit to this branch of
+    /// this repository (kept like `render`'s), and keep none.
+    #[arg(long)]
+    pub no_memo: bool,
     /// How the specs are rendered.
     #[command(flatten)]
     pub settings: RenderSettings,

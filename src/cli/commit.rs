@@ -3,11 +3,18 @@
 
 use super::Status;
 use super::args::CommitArgs;
-use super::stages::{build, load, select};
+use super::stages::{load, report, select};
 use crate::git::Author;
 use crate::git::commit::{CommitOptions, Outcome, Push, commit};
+use crate::object::ContentId;
+use crate::pipeline::{self, Setup};
+use crate::render::memo::Table;
+use crate::source::memo_cache;
+use crate::spec::{Bundle, Spec};
 use anyhow::Context as _;
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 
 /// How many times a moved branch or a rejected push is retried.
 const ATTEMPTS: usize = 5;
@@ -31,8 +38,11 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         None => crate::git::default_branch(&repo, is_url)?,
     };
     let source = crate::git::provenance::source(&args.inputs);
+    // The memo of the last commit to this branch, checked against the files of its tip by
+    // their Git blob ids: unchanged units are neither templated nor read.
+    let memos = (!args.no_memo).then(|| memo_cache::path(&repo.path().join("tfrs-branches").join(&branch))).flatten();
     // The tree is built once; each attempt only seals it against the branch as it then is.
-    let Some(mut tree) = build(&spec, &bundle, &args.settings)? else {
+    let Some((mut tree, jobs, reused)) = build_with_memo(&spec, &bundle, &args.settings, &repo, &branch, memos.as_deref())? else {
         return Ok(Status::Failure);
     };
     let mut trailers = crate::git::provenance::trailers(source.as_ref(), &super::version::line());
@@ -41,11 +51,21 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         CommitOptions { branch: branch.clone(), message: args.message.clone(), author, push: push.clone(), attempts: ATTEMPTS, trailers };
     let outcome = commit(&repo, &options, &mut tree, &mut crate::source::inputs::system_rng())
         .with_context(|| format!("cannot commit to `{branch}` in `{}`", args.repo))?;
+    if let Some(memos) = memos.as_deref() {
+        save_memo(memos, &spec, &jobs);
+    }
+    // NB: how much of the templating the memo saved (not said without a memo).
+    let note = if jobs.is_empty() { String::new() } else { format!(" ({reused} of {} templated units reused)", jobs.len()) };
     let remote = push.map(|p| p.remote).unwrap_or_default();
+    print_outcome(stdout, outcome, &branch, &remote, &note, args.quiet)
+}
+
+/// The result line (with `note` at its end), what changed unless `quiet`, the push.
+fn print_outcome(stdout: &mut dyn Write, outcome: Outcome, branch: &str, remote: &str, note: &str, quiet: bool) -> anyhow::Result<Status> {
     match outcome {
         Outcome::NoChanges { tip, pushed } => {
             let at = tip.map(|t| format!(" at {}", short(t))).unwrap_or_default();
-            writeln!(stdout, "no changes: `{branch}`{at} already holds this render")?;
+            writeln!(stdout, "no changes: `{branch}`{at} already holds this render{note}")?;
             if pushed {
                 writeln!(stdout, "pushed `{branch}` to `{remote}`")?;
             }
@@ -53,8 +73,14 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         }
         Outcome::Committed { commit, diff, attempt, pushed, warnings, .. } => {
             let retried = if attempt > 1 { format!(" (attempt {attempt}: the branch moved meanwhile)") } else { String::new() };
-            writeln!(stdout, "committed {} to `{}`: {}{retried}", short(commit), branch, crate::tree::diff::counts_text(&diff.totals()))?;
-            if !args.quiet {
+            writeln!(
+                stdout,
+                "committed {} to `{}`: {}{retried}{note}",
+                short(commit),
+                branch,
+                crate::tree::diff::counts_text(&diff.totals())
+            )?;
+            if !quiet {
                 write!(stdout, "{}", diff.summary())?;
             }
             if pushed {
@@ -65,5 +91,55 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
             }
             Ok(Status::Success)
         }
+    }
+}
+
+/// Builds the tree of `spec` with a memo from `memos` (none without), checked against the files
+/// of `branch`'s tip in `repo` by their Git blob ids; returns it with this render's memo
+/// entries and how many of them the memo gave back, or `None` after reporting a failure.
+fn build_with_memo(
+    spec: &Spec,
+    bundle: &Bundle,
+    settings: &super::args::RenderSettings,
+    repo: &git2::Repository,
+    branch: &str,
+    memos: Option<&Path>,
+) -> anyhow::Result<Option<(crate::tree::Tree, Table, usize)>> {
+    let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
+    let mut ids: BTreeMap<String, ContentId> = BTreeMap::new();
+    let mut jobs = Table::new();
+    if let Some(memos) = memos {
+        let tip = repo.find_reference(&format!("refs/heads/{branch}")).ok().and_then(|r| r.peel_to_tree().ok());
+        for cluster in &spec.clusters {
+            jobs.extend(memo_cache::load(memos, cluster.name()).jobs);
+            if let Some(tip) = tip.as_ref() {
+                let mut found = BTreeMap::new();
+                crate::git::file_ids(repo, tip, &crate::layout::cluster_dir(cluster.name()), &mut found)?;
+                ids.extend(found.into_iter().map(|(path, oid)| (path, ContentId(oid.as_bytes().try_into().unwrap_or([0; 20])))));
+            }
+        }
+    }
+    let memo = memos.and_then(|_| setup.memo(jobs, &ids));
+    match pipeline::build(spec, bundle, &setup, memo.as_ref()) {
+        Ok(built) => Ok(Some((built.tree, built.memo, built.reused))),
+        Err(failure) => report(failure, bundle).map(|()| None),
+    }
+}
+
+/// Saves this commit's memo entries, per cluster (a memo that cannot be saved costs the next
+/// commit time, never correctness: every stamp is checked against the branch's files).
+fn save_memo(memos: &Path, spec: &Spec, jobs: &Table) {
+    let mut staged = memo_cache::Staged::default();
+    for cluster in &spec.clusters {
+        let prefix = format!("{}/", cluster.name());
+        let own: Table =
+            jobs.range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if let Err(error) = staged.add(memos, cluster.name(), &own, &crate::tree::current::Records::default()) {
+            eprintln!("warning: the render memo of cluster `{}` was not saved: {error}", cluster.name());
+            return;
+        }
+    }
+    if let Err(error) = staged.commit() {
+        eprintln!("warning: the render memo was not saved: {error}");
     }
 }

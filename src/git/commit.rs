@@ -24,7 +24,7 @@ use super::remote::{self, Pushed};
 use super::{Author, Error, Result, file_ids, previous_object};
 use crate::layout::cluster_dirs;
 use crate::tree::diff::{self, Diff};
-use crate::tree::{self, Files};
+use crate::tree::{self, Files, Kept};
 use git2::build::CheckoutBuilder;
 use git2::{ErrorCode, ObjectType, OdbLookupFlags, Oid, Repository, Signature, Tree};
 use rand::CryptoRng;
@@ -217,8 +217,9 @@ struct Built<'a> {
 }
 
 /// Replaces `clusters/<cluster>/` of `base` with the rendered files, in memory: the blob ids
-/// are computed in parallel, the trees above them from those.
-fn build_tree<'a>(repo: &Repository, base: Option<&Tree<'_>>, files: &'a Files) -> Result<Built<'a>, git2::Error> {
+/// are computed in parallel, the trees above them from those. The `kept` files (the render
+/// memo's, known by content id) are already in the repository: only their ids are entered.
+fn build_tree<'a>(repo: &Repository, base: Option<&Tree<'_>>, files: &'a Files, kept: &'a Kept) -> Result<Built<'a>, git2::Error> {
     let dirs = cluster_dirs(files);
     let mut built = Built { root: tree_id(base)?, objects: Vec::new(), ids: BTreeMap::new() };
     if dirs.is_empty() {
@@ -237,6 +238,12 @@ fn build_tree<'a>(repo: &Repository, base: Option<&Tree<'_>>, files: &'a Files) 
         for (&(path, relative, _), blob) in inside.iter().zip(&blobs) {
             tree.insert(relative, blob.id)?;
             built.ids.insert(path, blob.id);
+        }
+        let unread = kept.range(prefix.clone()..).map_while(|(path, id)| Some((path.as_str(), path.strip_prefix(&prefix)?, id)));
+        for (path, relative, id) in unread {
+            let id = Oid::from_bytes(&id.0)?;
+            tree.insert(relative, id)?;
+            built.ids.insert(path, id);
         }
         let name = dir.strip_prefix("clusters/").unwrap_or(dir).as_bytes().to_vec();
         clusters.push((Cow::Owned(name), TREE_MODE, tree.write(&mut built.objects)?));
@@ -274,6 +281,7 @@ fn changed_files(
     repo: &Repository,
     base: Option<&Tree<'_>>,
     files: &Files,
+    kept: &Kept,
     ids: &BTreeMap<&str, Oid>,
 ) -> Result<(Files, Files), git2::Error> {
     let mut old_ids = BTreeMap::new();
@@ -288,11 +296,15 @@ fn changed_files(
             old.insert(path.clone(), repo.find_blob(*id)?.content().to_vec());
         }
     }
-    let new = files
+    let mut new: Files = files
         .iter()
         .filter(|(path, _)| ids.get(path.as_str()).is_none_or(|id| old_ids.get(path.as_str()) != Some(id)))
         .map(|(path, bytes)| (path.clone(), bytes.clone()))
         .collect();
+    // A kept file differs from the base only when the branch moved since the memo was checked.
+    for path in kept.keys().filter(|path| ids.get(path.as_str()) != old_ids.get(path.as_str())) {
+        new.insert(path.clone(), repo.find_blob(ids[path.as_str()])?.content().to_vec());
+    }
     Ok((old, new))
 }
 
@@ -491,12 +503,12 @@ fn prepare<R: CryptoRng + ?Sized>(
     let base_tree = base.map(|oid| repo.find_commit(oid).and_then(|c| c.tree())).transpose().map_err(read)?;
     let previous = |path: &str| base_tree.as_ref().and_then(|tree| previous_object(repo, tree, path));
     tree.seal(&previous, rng).map_err(|e| Error::Seal(Box::new(e)))?;
-    let files = tree.files();
-    let built = build_tree(repo, base_tree.as_ref(), files).map_err(Error::Write)?;
+    let (files, kept) = (tree.files(), tree.kept());
+    let built = build_tree(repo, base_tree.as_ref(), files, kept).map_err(Error::Write)?;
     if built.root == tree_id(base_tree.as_ref()).map_err(Error::Write)? {
         return Ok(Prepared { tip: base, diff: None });
     }
-    let (old, new) = changed_files(repo, base_tree.as_ref(), files, &built.ids).map_err(read)?;
+    let (old, new) = changed_files(repo, base_tree.as_ref(), files, kept, &built.ids).map_err(read)?;
     let mut diff = diff::changes(&old, &new);
     if let Some(commit) = base.and_then(|oid| repo.find_commit(oid).ok()) {
         let clusters = tree.sealers().into_iter().map(|(cluster, ..)| cluster).collect();

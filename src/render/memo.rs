@@ -83,6 +83,13 @@ pub trait Contents: Sync {
     fn content_id(&self, path: &str) -> Option<ContentId>;
 }
 
+/// Content ids by path (a Git tree's entries) answer as they are.
+impl Contents for BTreeMap<String, ContentId> {
+    fn content_id(&self, path: &str) -> Option<ContentId> {
+        self.get(path).copied()
+    }
+}
+
 /// A tree in memory answers by hashing the bytes it holds.
 impl Contents for BTreeMap<String, Vec<u8>> {
     fn content_id(&self, path: &str) -> Option<ContentId> {
@@ -207,7 +214,7 @@ mod tests {
 
     #[test]
     fn a_stamp_holds_only_for_the_same_inputs_bytes_build_and_key() {
-        let empty = BTreeMap::new();
+        let empty: BTreeMap<String, Vec<u8>> = BTreeMap::new();
         let inputs = inputs_digest(&[b"t.yaml"], &json!({"a": 1}));
         let recorder = Memo::new(Zeroizing::new([1; 32]), "b1".into(), Table::new(), &empty);
         let resources = [resource("one", "kind: ConfigMap\n"), resource("two", "kind: ConfigMap\nx: 1\n")];

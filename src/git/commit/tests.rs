@@ -268,15 +268,22 @@ fn trees_built_in_memory_equal_libgit2s_and_keep_what_is_outside_the_clusters() 
     ] {
         rendered.insert(path.to_owned(), format!("path: {}\n", if path.contains("same") { "same" } else { path }).into_bytes());
     }
-    let built = build_tree(&repo, Some(&base), &rendered).expect("built");
+    let none = Kept::new();
+    let built = build_tree(&repo, Some(&base), &rendered, &none).expect("built");
     assert_eq!(built.root, libgit2_tree(&repo, &base, &rendered));
     assert_eq!(built.ids.len(), rendered.len());
     // Into an empty repository too, and with nothing under `clusters/` nothing changes.
-    let built = build_tree(&repo, None, &rendered).expect("built");
+    let built = build_tree(&repo, None, &rendered, &none).expect("built");
     assert_eq!(built.root, libgit2_tree(&repo, &empty, &rendered));
+    // Files the memo kept enter by their content id (a Git blob id), and give the same tree.
+    let (mut bytes, mut kept) = (rendered.clone(), Kept::new());
+    for path in ["clusters/a/components/app/inner.yaml", "clusters/b/same.yaml"] {
+        kept.insert(path.to_owned(), crate::object::ContentId::of(&bytes.remove(path).expect("rendered")));
+    }
+    assert_eq!(build_tree(&repo, None, &bytes, &kept).expect("built").root, built.root);
     let outside: Files = [("notes.txt".to_owned(), b"x\n".to_vec())].into();
-    assert_eq!(build_tree(&repo, Some(&base), &outside).expect("built").root, base.id());
-    assert_eq!(build_tree(&repo, None, &outside).expect("built").root, empty.id());
+    assert_eq!(build_tree(&repo, Some(&base), &outside, &Kept::new()).expect("built").root, base.id());
+    assert_eq!(build_tree(&repo, None, &outside, &Kept::new()).expect("built").root, empty.id());
 }
 
 #[test]
@@ -284,10 +291,10 @@ fn a_path_git_cannot_hold_is_refused() {
     let (_dir, repo) = bare();
     for bad in ["clusters/c/a//b.yaml", "clusters/c/../x.yaml", "clusters/c/.git/config", "clusters/c/./x.yaml"] {
         let rendered: Files = [(bad.to_owned(), b"x\n".to_vec())].into();
-        assert!(build_tree(&repo, None, &rendered).is_err(), "{bad}");
+        assert!(build_tree(&repo, None, &rendered, &Kept::new()).is_err(), "{bad}");
     }
     let both: Files = [("clusters/c/x".to_owned(), b"x\n".to_vec()), ("clusters/c/x/y".to_owned(), b"y\n".to_vec())].into();
-    assert!(build_tree(&repo, None, &both).is_err(), "a file and a directory of the same name");
+    assert!(build_tree(&repo, None, &both, &Kept::new()).is_err(), "a file and a directory of the same name");
 }
 
 #[test]
