@@ -196,16 +196,17 @@ fn render_cluster(
     let changes = current.changes(&files, &unread, &|_| true, &|_| false);
     let staged = staging.is_some();
     let stats = sum.add(&changes.update, Some((&files, &unread)), staging)?;
-    if let (Some(memos), true) = (context.memos, staged) {
-        let mut records = changes.records(&stats);
+    let records = (context.memos.is_some() && staged).then(|| changes.records(&stats));
+    drop((changes, sealed, memo));
+    // NB: freed in the background, before the memo is written: a cluster's tens of thousands of
+    // buffers, one by one.
+    std::thread::spawn(move || drop((files, unread)));
+    if let (Some(memos), Some(mut records)) = (context.memos, records) {
         records.saved = inputs::unix_now_nanos();
         if let Err(error) = sum.memo.add(memos, name, &jobs, &records) {
             eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
         }
     }
-    drop((changes, sealed, memo));
-    // NB: freed in the background: a cluster's tens of thousands of buffers, one by one.
-    std::thread::spawn(move || drop((files, unread, jobs)));
     Ok(Ok(()))
 }
 

@@ -61,14 +61,21 @@ impl Staged {
     /// Writes the memo of `cluster` (`jobs`, `records`) into memo directory `dir`, beside its
     /// place.
     pub(crate) fn add(&mut self, dir: &Path, cluster: &str, jobs: &Table, records: &Records) -> std::io::Result<()> {
+        use std::io::Write as _;
         std::fs::create_dir_all(dir)?;
-        let json = serde_json::to_vec(jobs).map_err(std::io::Error::other)?;
-        for (name, bytes) in [(format!("{cluster}.json"), json), (format!("{cluster}.files"), records.to_text().into_bytes())] {
+        // NB: streamed to the files, not built in memory first (a large cluster's memo is tens
+        // of megabytes).
+        let mut create = |name: String| -> std::io::Result<std::io::BufWriter<std::fs::File>> {
             let temporary = dir.join(format!(".{name}.{}", std::process::id()));
             self.files.push((temporary.clone(), dir.join(name)));
-            std::fs::write(&temporary, bytes)?;
-        }
-        Ok(())
+            Ok(std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&temporary)?))
+        };
+        let mut json = create(format!("{cluster}.json"))?;
+        serde_json::to_writer(&mut json, jobs).map_err(std::io::Error::other)?;
+        json.flush()?;
+        let mut lines = create(format!("{cluster}.files"))?;
+        records.write_to(&mut lines)?;
+        lines.flush()
     }
 
     /// Puts every staged file in place (each by a rename: a reader sees the old memo or the new

@@ -50,13 +50,22 @@ impl Records {
     /// are written and read back in a few milliseconds).
     #[must_use]
     pub fn to_text(&self) -> String {
-        use std::fmt::Write as _;
-        let mut text = String::with_capacity(64 + self.files.len() * 160);
-        let _ = writeln!(text, "{HEADER} {}", self.saved);
+        let mut text = Vec::with_capacity(64 + self.files.len() * 160);
+        let _ = self.write_to(&mut text);
+        String::from_utf8(text).unwrap_or_default()
+    }
+
+    /// Writes [`Records::to_text`] to `out`.
+    ///
+    /// # Errors
+    ///
+    /// `out`'s.
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "{HEADER} {}", self.saved)?;
         for (path, Record { stat, content }) in &self.files {
-            let _ = writeln!(text, "{content} {} {} {} {path}", stat.size, stat.mtime, stat.ino);
+            writeln!(out, "{content} {} {} {} {path}", stat.size, stat.mtime, stat.ino)?;
         }
-        text
+        Ok(())
     }
 
     /// Reads [`Records::to_text`] back; anything else (another format, a damaged line) is no
