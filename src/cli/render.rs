@@ -44,12 +44,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
             return report(failure, &bundle).map(|()| Status::Failure);
         }
     };
-    // The rest of the directory: other clusters' files stay, anything else is removed (in a
-    // checkout, `--check` looks at the clusters only).
-    let ours: BTreeSet<String> =
-        spec.clusters.iter().map(|c| c.name().to_owned()).chain(kept.iter().cloned()).map(|c| layout::cluster_dir(&c)).collect();
-    let mut rest: Vec<String> = write::list_below(&out, "", &|dir| ours.contains(dir))?.into_iter().map(|(path, _)| path).collect();
-    rest.retain(|path| !args.check || layout::cluster_of(path).is_some());
+    let rest = rest_of(&out, &spec, &kept, args.check)?;
     let update = write::Update {
         files: &Files::new(),
         changed: Vec::new(),
@@ -78,6 +73,16 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // NB: the process ends next; freeing what is left one by one is not worth its time.
     std::mem::forget((sum, spec, bundle));
     Ok(Status::Success)
+}
+
+/// The rest of the output directory, to remove: the files of no rendered or kept cluster (in a
+/// checkout, `--check` looks at the clusters only).
+fn rest_of(out: &Path, spec: &Spec, kept: &BTreeSet<String>, check: bool) -> anyhow::Result<Vec<String>> {
+    let ours: BTreeSet<String> =
+        spec.clusters.iter().map(|c| c.name().to_owned()).chain(kept.iter().cloned()).map(|c| layout::cluster_dir(&c)).collect();
+    let mut rest: Vec<String> = write::list_below(out, "", &|dir| ours.contains(dir))?.into_iter().map(|(path, _)| path).collect();
+    rest.retain(|path| !check || layout::cluster_of(path).is_some());
+    Ok(rest)
 }
 
 /// Puts the staged render in place (unless it changes nothing in a tree tfrs wrote: then it is
