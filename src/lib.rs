@@ -26,6 +26,7 @@ pub mod catalog;
 pub mod cli;
 pub mod git;
 pub mod layout;
+pub mod live;
 pub mod manifest;
 pub mod object;
 pub mod pipeline;

@@ -268,12 +268,13 @@ pub struct ReconcileArgs {
     /// The cluster to roll out when the directory or specs hold several.
     #[arg(long, value_name = "NAME")]
     pub cluster: Option<String>,
-    /// The kubeconfig file (else `KUBECONFIG`, else `~/.kube/config`).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context (else its current context).
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    /// The cluster to reach.
+    #[command(flatten)]
+    pub connection: Connection,
+    /// Record this cluster's identity when it has none (or one copied from another cluster
+    /// under the same name), instead of refusing it; see `tfrs bootstrap`.
+    #[arg(long, conflicts_with_all = ["verify_only", "dry_run"])]
+    pub adopt: bool,
     /// Components applied and awaited at the same time.
     #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
@@ -315,6 +316,17 @@ pub struct ReconcileArgs {
     /// Spec inputs only: the master key file (else `TFRS_MASTER_KEY`).
     #[arg(long, value_name = "FILE")]
     pub master_key_file: Option<PathBuf>,
+}
+
+/// How to reach a cluster: the kubectl way.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Connection {
+    /// The kubeconfig file (else `KUBECONFIG`, else `~/.kube/config`).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context (else its current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
 }
 
 /// A progress format.

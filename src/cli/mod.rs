@@ -13,6 +13,7 @@ mod diff;
 mod diff_markdown;
 mod diff_report;
 mod graph;
+mod kube;
 mod log;
 mod man;
 mod plan;

@@ -38,8 +38,9 @@ pub fn run(args: &ReconcileArgs, stdout: &mut dyn Write) -> anyhow::Result<Statu
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("cannot start the async runtime")?;
     let printer = Mutex::new(Printer::new(args.progress));
     let outcome = runtime.block_on(async {
-        let client = client(args).await?;
+        let client = super::kube::client(&args.connection).await?;
         let target = Target::new(client);
+        super::kube::guard(&target, &rollout.plan.cluster, args.adopt, options.mode == Mode::Apply).await?;
         let progress = |event: &Event| {
             let mut printer = printer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             printer.event(event);
@@ -56,23 +57,6 @@ pub fn run(args: &ReconcileArgs, stdout: &mut dyn Write) -> anyhow::Result<Statu
     } else {
         Ok(Status::Failure)
     }
-}
-
-/// The kube client, found the kubectl way.
-async fn client(args: &ReconcileArgs) -> anyhow::Result<kube::Client> {
-    let options = kube::config::KubeConfigOptions { context: args.context.clone(), cluster: None, user: None };
-    let mut config = match (&args.kubeconfig, &args.context) {
-        (Some(path), _) => {
-            let file =
-                kube::config::Kubeconfig::read_from(path).with_context(|| format!("cannot read the kubeconfig `{}`", path.display()))?;
-            kube::Config::from_custom_kubeconfig(file, &options).await.context("cannot use the kubeconfig")?
-        }
-        (None, Some(_)) => kube::Config::from_kubeconfig(&options).await.context("cannot use the kubeconfig")?,
-        (None, None) => kube::Config::infer().await.context("no cluster configured (set `KUBECONFIG`, or pass `--kubeconfig`)")?,
-    };
-    // NB: reconcile retries transient errors itself, with its own backoff and deadlines.
-    config.default_retry = false;
-    kube::Client::try_from(config).context("cannot build the Kubernetes client")
 }
 
 /// Reads the rollout from a rendered directory, or renders spec inputs in memory; `None` after

@@ -17,6 +17,7 @@ async fn cli_progress_json_exit_codes_and_verify_only() {
     let sim = Sim::start(Config::default()).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let plan_dir = dir.path().join("small");
+    sim.seed_identity("small");
     write_dir(&small(), &plan_dir);
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, sim.kubeconfig()).expect("kubeconfig");
@@ -82,9 +83,9 @@ async fn cli_progress_json_exit_codes_and_verify_only() {
     assert!(stderr.contains("skipped because `db` failed: `api`"), "{stderr}");
 
     // Spec inputs are rendered in memory; verify-only against a cluster without them writes
-    // nothing and names what is missing.
+    // nothing and names what is missing. The cluster guard first: this context is `small`.
     let writes = sim.writes().len();
-    let output = tokio::task::spawn_blocking({
+    let verify_demo = || {
         let kubeconfig = kubeconfig.clone();
         move || {
             tfrs()
@@ -103,9 +104,16 @@ async fn cli_progress_json_exit_codes_and_verify_only() {
                 .output()
                 .expect("run tfrs")
         }
-    })
-    .await
-    .expect("join");
+    };
+    let output = tokio::task::spawn_blocking(verify_demo()).await.expect("join");
+    assert_eq!(output.status.code(), Some(2), "{}", common::report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("this context reaches cluster `small` (ConfigMap `kube-system/tfrs`), but the tree is for cluster `demo`"),
+        "{stderr}"
+    );
+    sim.seed_identity("demo");
+    let output = tokio::task::spawn_blocking(verify_demo()).await.expect("join");
     assert_eq!(output.status.code(), Some(1), "{}", common::report(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("error: component `cluster/cert-manager` timed out after 0ms: 2 objects not ready\n  `OCIRepository/flux-system/cert-manager`: not found"), "{stderr}");

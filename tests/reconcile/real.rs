@@ -90,6 +90,19 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
             })
         };
 
+        // The cluster guard: a cluster with no identity is refused before any request writes,
+        // and `--adopt` is refused with a dry run (it would write).
+        let output = run(&["--dry-run"]).await.expect("join");
+        assert_eq!(output.status.code(), Some(2), "{}", common::report(&output));
+        assert!(String::from_utf8_lossy(&output.stderr).contains("has no tfrs identity (no ConfigMap `kube-system/tfrs`), so tfrs cannot tell it is `demo`"), "{}", common::report(&output));
+        let output = run(&["--dry-run", "--adopt"]).await.expect("join");
+        assert_eq!(output.status.code(), Some(2), "{}", common::report(&output));
+        let target = tfrs_gitops::reconcile::apply::Target::new(client.clone());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let uid = tfrs_gitops::live::guard::live_uid(&target, deadline).await.expect("kube-system");
+        let identity = tfrs_gitops::live::guard::Identity { cluster: "demo".into(), uid };
+        tfrs_gitops::live::guard::record(&target, &identity, deadline).await.expect("record the identity");
+
         // A server-side dry run of the whole plan persists nothing: objects whose Namespace the
         // plan creates count as "would be created".
         let output = run(&["--dry-run"]).await.expect("join");

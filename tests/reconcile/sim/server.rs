@@ -55,9 +55,20 @@ impl Sim {
     /// Creates a namespace as if it always existed.
     pub fn seed_namespace(&self, name: &str) {
         let mut state = self.lock();
-        let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "resourceVersion": "1"}, "status": {"phase": "Active"}});
+        let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "resourceVersion": "1", "uid": format!("uid-seed-{name}")}, "status": {"phase": "Active"}});
         state.objects.insert(
             (String::new(), "namespaces".into(), String::new(), name.into()),
+            Stored { object, owners: BTreeMap::new(), due: None },
+        );
+    }
+
+    /// Records the cluster identity `tfrs bootstrap` writes, naming `cluster`.
+    pub fn seed_identity(&self, cluster: &str) {
+        let identity = tfrs_gitops::live::guard::Identity { cluster: cluster.into(), uid: "uid-seed-kube-system".into() };
+        let mut object = tfrs_gitops::live::guard::object(&identity);
+        object["metadata"]["resourceVersion"] = json!("1");
+        self.lock().objects.insert(
+            (String::new(), "configmaps".into(), "kube-system".into(), "tfrs".into()),
             Stored { object, owners: BTreeMap::new(), due: None },
         );
     }
