@@ -108,6 +108,7 @@ pub const CATALOG: &[Pin] = &[
         "https://github.com/rabbitmq/messaging-topology-operator",
         "ghcr.io/rabbitmq/messaging-topology-operator",
     ),
+    chart("sealed-secrets", "2.19.1", "0.38.4", "https://bitnami.github.io/sealed-secrets", "sealed-secrets"),
     chart("external-secrets", "2.9.0", "v2.9.0", "https://charts.external-secrets.io", "external-secrets"),
     overridden_by(
         chart("tfrs-operator", "0.5.0-dev7", "", "oci://helm.cnb.cool/turingfocus/tfrs-operator/tfrs-operator", "tfrs-operator"),
@@ -130,7 +131,6 @@ pub const CATALOG: &[Pin] = &[
     // APIs the tree is written against; the cluster runs these already.
     api("flux", "v2.9.4", "https://github.com/fluxcd/flux2"),
     api("argo-cd", "v3.5.1", "https://github.com/argoproj/argo-cd"),
-    api("sealed-secrets", "0.38.4", "https://github.com/bitnami/sealed-secrets"),
 ];
 
 /// The row `name`.

@@ -427,7 +427,7 @@ fn the_catalog_pins_the_releases_the_tests_register() {
         ("grafana", "grafana-chart", field("grafana", "version")),
         ("flux", "flux2", field("flux", "version")),
         ("argo-cd", "argo-cd", field("argo-cd", "version")),
-        ("sealed-secrets", "sealed-secrets", with_v(field("sealed-secrets", "version"))),
+        ("sealed-secrets", "sealed-secrets", with_v(field("sealed-secrets", "app_version"))),
     ];
     for (name, directory, version) in expected {
         let versions: Vec<String> =

@@ -7,7 +7,7 @@ use super::operator;
 use super::values::{IngressValues, ingress_values, shared_values};
 use super::{Component, RenderedCluster, server, tenant};
 use crate::secrets::PlainSecret;
-use crate::spec::model::{ClusterSpec, GitopsEngine};
+use crate::spec::model::{ClusterSpec, GitopsEngine, SealingBackend};
 use crate::spec::{Object, Spec};
 use base64::Engine as _;
 use rayon::prelude::*;
@@ -83,6 +83,16 @@ fn istio(spec: &ClusterSpec) -> bool {
 }
 
 const DEFINITIONS: &[Definition] = &[
+    // NB: first, so that no SealedSecret is applied before its CRD and controller exist.
+    Definition {
+        name: "sealed-secrets",
+        after: &[],
+        enabled: |s| s.sealing.backend == SealingBackend::SealedSecrets && s.sealing.install_controller,
+        namespaces: |s| vec![s.sealing.controller_namespace.clone()],
+        cluster_kinds: &[],
+        extras: no_extras,
+        timeout: ten_minutes,
+    },
     Definition {
         name: "cert-manager",
         after: &[],
@@ -205,7 +215,7 @@ const DEFINITIONS: &[Definition] = &[
     },
     Definition {
         name: "image-registry",
-        after: &[],
+        after: &["sealed-secrets"],
         enabled: always,
         namespaces: |s| vec![s.image_registry.tenant_credentials_namespace.clone()],
         cluster_kinds: &[],
@@ -224,7 +234,7 @@ const DEFINITIONS: &[Definition] = &[
     },
     Definition {
         name: "billing-store",
-        after: &["external-secrets"],
+        after: &["external-secrets", "sealed-secrets"],
         enabled: |s| s.billing.enabled,
         namespaces: |_| vec![BILLING_NAMESPACE.into()],
         cluster_kinds: &["ClusterSecretStore"],
@@ -471,7 +481,12 @@ mod tests {
         assert!(has("istiod", "istio-telemetry"));
         assert!(graph.dependencies("cluster/cnpg-operator").is_empty());
         assert!(graph.dependencies("cluster/minio-operator").is_empty());
-        assert!(graph.dependencies("cluster/image-registry").is_empty());
+        // Sealed values wait for the controller that unseals them (and its CRD).
+        assert!(has("sealed-secrets", "image-registry"));
+        assert!(graph.dependencies("cluster/sealed-secrets").is_empty());
+        let mut elsewhere = ClusterSpec::default();
+        elsewhere.sealing.install_controller = false;
+        assert!(graph(&elsewhere).dependencies("cluster/image-registry").is_empty());
     }
 
     #[test]

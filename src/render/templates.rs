@@ -28,6 +28,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("cluster/minio-operator.yaml", include_str!("../../templates/cluster/minio-operator.yaml")),
     ("cluster/rabbitmq-operator.yaml", include_str!("../../templates/cluster/rabbitmq-operator.yaml")),
     ("cluster/image-registry.yaml", include_str!("../../templates/cluster/image-registry.yaml")),
+    ("cluster/sealed-secrets.yaml", include_str!("../../templates/cluster/sealed-secrets.yaml")),
     ("cluster/tfrs-operator.yaml", include_str!("../../templates/cluster/tfrs-operator.yaml")),
     ("cluster/external-secrets.yaml", include_str!("../../templates/cluster/external-secrets.yaml")),
     ("cluster/billing-store.yaml", include_str!("../../templates/cluster/billing-store.yaml")),

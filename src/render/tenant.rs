@@ -77,7 +77,7 @@ struct Owned<'a> {
 const DEFINITIONS: &[Definition] = &[
     // NB: after istiod, so that no pod of the namespace (which has `istio-injection: enabled`)
     // starts before the injection webhook exists and runs without its sidecar.
-    Definition { name: "namespace", after: &[], after_cluster: &["istiod"], enabled: |_, _| true, secrets: pull_copy },
+    Definition { name: "namespace", after: &[], after_cluster: &["istiod", "sealed-secrets"], enabled: |_, _| true, secrets: pull_copy },
     Definition { name: "mesh-policy", after: &["namespace"], after_cluster: &["istiod"], enabled: |c, _| c.istio.enabled, secrets: none },
     Definition {
         name: "postgresql",

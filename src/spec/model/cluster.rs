@@ -339,6 +339,9 @@ pub struct Sealing {
     /// sealed-secrets: controller namespace.
     #[schemars(extend("x-tfrs-check" = "dns-label"))]
     pub controller_namespace: String,
+    /// sealed-secrets: whether the tree installs the controller (its chart, under
+    /// `controllerName` in `controllerNamespace`); `false` where it is installed another way.
+    pub install_controller: bool,
     /// sops-age: `age1…` recipients.
     pub age_recipients: Vec<String>,
 }
@@ -350,6 +353,7 @@ impl Default for Sealing {
             cert_file: String::new(),
             controller_name: "sealed-secrets-controller".to_owned(),
             controller_namespace: "kube-system".to_owned(),
+            install_controller: true,
             age_recipients: Vec::new(),
         }
     }
