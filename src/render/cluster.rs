@@ -486,7 +486,7 @@ mod tests {
         assert!(graph.dependencies("cluster/sealed-secrets").is_empty());
         let mut elsewhere = ClusterSpec::default();
         elsewhere.sealing.install_controller = false;
-        assert!(graph(&elsewhere).dependencies("cluster/image-registry").is_empty());
+        assert!(super::graph(&elsewhere).dependencies("cluster/image-registry").is_empty());
     }
 
     #[test]
