@@ -240,7 +240,13 @@ fn sealer(
                 ))
             })?;
             match Certificate::from_pem(&pem, now) {
-                Ok(certificate) => Ok(Some(Sealer::SealedSecrets { certificate })),
+                Ok(certificate) => {
+                    if let Some(warning) = certificate.expiry_warning(now) {
+                        // NB: a warning, not a problem: sealing with it still works today.
+                        eprintln!("warning: `{}` ({FIELD} of cluster `{}`): {warning}", path.display(), cluster.name());
+                    }
+                    Ok(Some(Sealer::SealedSecrets { certificate }))
+                }
                 Err(error) => Err(SealerProblem::Environment(Box::new(
                     Diagnostic::error(Rule::Environment, origin, FIELD, format!("`{}`: {error}", path.display()))
                         .with_cause(format!("certificate {}", path.display())),

@@ -293,3 +293,42 @@ fn age_opens_the_wrapped_data_key() {
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(output.stdout.len(), 32, "a 32-byte data key");
 }
+
+/// A sealing certificate that expires within 30 days is a warning at render time (the render
+/// succeeds and seals with it); one with longer to run is not.
+#[test]
+fn a_certificate_close_to_expiry_warns() {
+    let Some(openssl) = outside_tool("openssl") else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let specs = dir.path().join("demo");
+    let copied = Command::new("cp").arg("-r").arg(root().join("fixtures/demo")).arg(&specs).status().expect("cp");
+    assert!(copied.success());
+    let cert = specs.join("keys/sealed-secrets.pem");
+    let make = |days: &str| {
+        let status = Command::new(&openssl)
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=soon", "-days", days, "-keyout"])
+            .arg(dir.path().join("key.pem"))
+            .arg("-out")
+            .arg(&cert)
+            .output()
+            .expect("openssl");
+        assert!(status.status.success(), "{}", text(&status));
+    };
+    make("10");
+    let spec = specs.display().to_string();
+    let out = dir.path().join("out").display().to_string();
+    let output = tfrs(&["render", &spec, "--master-key-file", "fixtures/demo/keys/master.key", "--out", &out]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let said = |days: u32| {
+        stderr.contains(&format!(
+            "keys/sealed-secrets.pem` (spec.sealing.certFile of cluster `demo`): the certificate expires in {days} days"
+        ))
+    };
+    assert!(said(9) || said(10), "{stderr}");
+    assert!(stderr.contains("kubeseal --fetch-cert"), "{stderr}");
+    make("1000");
+    let output = tfrs(&["render", &spec, "--master-key-file", "fixtures/demo/keys/master.key", "--out", &out]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("warning"), "{}", text(&output));
+}

@@ -90,7 +90,11 @@ pub enum Error {
 pub struct Certificate {
     public_key: rsa::PublicKey,
     fingerprint: String,
+    not_after: i64,
 }
+
+/// How close to its `notAfter` a sealing certificate draws a warning at render time.
+pub const EXPIRY_WARNING_DAYS: i64 = 30;
 
 impl std::fmt::Debug for Certificate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -132,7 +136,27 @@ impl Certificate {
         if now_unix_seconds < not_before {
             return Err(Error::NotYetValid { not_before });
         }
-        Ok(Certificate { public_key, fingerprint: to_hex(&Sha256::digest(&der)) })
+        Ok(Certificate { public_key, fingerprint: to_hex(&Sha256::digest(&der)), not_after })
+    }
+
+    /// `notAfter`, unix seconds.
+    #[must_use]
+    pub fn not_after(&self) -> i64 {
+        self.not_after
+    }
+
+    /// A warning when the certificate expires within [`EXPIRY_WARNING_DAYS`] of `now`.
+    #[must_use]
+    pub fn expiry_warning(&self, now_unix_seconds: i64) -> Option<String> {
+        let left = self.not_after - now_unix_seconds;
+        (left < EXPIRY_WARNING_DAYS * 86_400).then(|| {
+            let days = left / 86_400;
+            format!(
+                "the certificate expires in {days} day{} (at {} unix seconds); after that tfrs refuses to seal with it: fetch the controller's current one with `kubeseal --fetch-cert`",
+                if days == 1 { "" } else { "s" },
+                self.not_after
+            )
+        })
     }
 
     /// SHA-256 of the certificate's DER, lowercase hex.
@@ -416,6 +440,13 @@ pub(crate) mod tests {
         assert!(Certificate::from_pem(EXPIRED, 960_000_000).is_ok());
         assert!(matches!(Certificate::from_pem(CERT, 0), Err(Error::NotYetValid { .. })));
         assert!(matches!(Certificate::from_pem(CERT, 5_000_000_000), Err(Error::Expired { .. })));
+        let demo = Certificate::from_pem(CERT, NOW).unwrap();
+        assert_eq!(demo.expiry_warning(NOW), None);
+        let soon = demo.not_after() - 86_400 * 12 - 5;
+        let warning = demo.expiry_warning(soon).expect("12 days left");
+        assert!(warning.starts_with("the certificate expires in 12 days (at "), "{warning}");
+        assert!(demo.expiry_warning(demo.not_after() - 86_400 * EXPIRY_WARNING_DAYS).is_none());
+        assert!(demo.expiry_warning(demo.not_after() - 86_400 * EXPIRY_WARNING_DAYS + 1).is_some());
         let error = Certificate::from_pem(EC, NOW).unwrap_err();
         assert!(matches!(error, Error::NotRsa(_)), "{error}");
         assert!(error.to_string().contains("1.2.840.10045.2.1"), "{error}");
