@@ -229,13 +229,14 @@ fn billing_renders_the_token_chain_only_where_a_collector_reads_it() {
     ] {
         assert!(store.contains(expected), "{expected}: {store}");
     }
-    // Edges: ESO -> store -> ExternalSecret -> collector.
+    // Edges: ESO -> store -> ExternalSecret -> collector; the store's sealed identity waits for
+    // the sealed-secrets controller.
     let plan = plan(&out, "billed");
     let depends_on = |id: &str| -> Vec<String> {
         let component = plan["components"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap();
         component["dependsOn"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_owned()).collect()
     };
-    assert_eq!(depends_on("cluster/billing-store"), ["cluster/external-secrets"]);
+    assert_eq!(depends_on("cluster/billing-store"), ["cluster/external-secrets", "cluster/sealed-secrets"]);
     assert!(depends_on("namespaces/hooli/billing-token").contains(&"cluster/billing-store".to_owned()));
     assert!(depends_on("namespaces/hooli/otel-collector").contains(&"namespaces/hooli/billing-token".to_owned()));
     // The collector reads the token from the environment; the config never holds it.
