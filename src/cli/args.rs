@@ -272,7 +272,7 @@ pub struct ReconcileArgs {
     #[command(flatten)]
     pub connection: Connection,
     /// Record this cluster's identity when it has none (or one copied from another cluster
-    /// under the same name), instead of refusing it; see `tfrs bootstrap`.
+    /// under the same name), instead of refusing it (docs/reconcile.md, "The cluster guard").
     #[arg(long, conflicts_with_all = ["verify_only", "dry_run"])]
     pub adopt: bool,
     /// Components applied and awaited at the same time.

@@ -1,6 +1,6 @@
 //! The cluster guard: which cluster a kubeconfig context reaches, recorded on the cluster.
 //!
-//! `tfrs bootstrap` writes the ConfigMap `kube-system/tfrs` with the name of the cluster the tree
+//! `tfrs reconcile --adopt` writes the ConfigMap `kube-system/tfrs` with the name of the cluster the tree
 //! was rendered for and the UID of the `kube-system` Namespace. The UID is made by the API server
 //! when the cluster is created and never changes, so a ConfigMap copied onto another cluster
 //! (a backup restored elsewhere, a manifest applied by hand) is told apart from the original.
@@ -36,7 +36,7 @@ pub enum Refusal {
     /// No identity recorded.
     #[error(
         "the cluster of this context has no tfrs identity (no ConfigMap `{NAMESPACE}/{NAME}`), so tfrs cannot tell it is `{expected}`; \
-         run `tfrs bootstrap` for it, or pass `--adopt` to record it as `{expected}`"
+         if this context is the right one, pass `--adopt` to record it as `{expected}`"
     )]
     Missing {
         /// The cluster the tree was rendered for.
