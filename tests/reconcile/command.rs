@@ -179,3 +179,40 @@ async fn sops_secrets_are_refused_or_decrypted_with_an_age_identity() {
     let applied = sim.object(&ObjectId::of(secrets[0]).to_string()).expect("the Secret was applied");
     assert!(applied.get("sops").is_none());
 }
+
+/// The cluster guard against the simulator: a record copied from another cluster (its kube-system
+/// UID differs) is refused, `--adopt` re-records it and goes on, and a missing record is refused
+/// until `--adopt` writes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guard_refuses_a_copied_or_missing_identity_until_adopted() {
+    let sim = Sim::start(Config::default()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan_dir = dir.path().join("small");
+    write_dir(&small(), &plan_dir);
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, sim.kubeconfig()).expect("kubeconfig");
+    let args = |extra: &[&str]| {
+        let mut args =
+            vec!["reconcile".to_owned(), plan_dir.display().to_string(), "--kubeconfig".into(), kubeconfig.display().to_string()];
+        args.extend(["--poll-interval", "50ms"].iter().chain(extra).map(|s| (*s).to_owned()));
+        args
+    };
+    let identity = || sim.object("ConfigMap/kube-system/tfrs").map(|o| o["data"].clone());
+
+    let output = binary(args(&[])).await;
+    assert_eq!(output.status.code(), Some(2), "{}", common::report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("pass `--adopt` to record it as `small`"), "{}", common::report(&output));
+    assert!(sim.writes().is_empty(), "a refused context was written to");
+
+    sim.seed_identity_with_uid("small", "uid-of-another-cluster");
+    let output = binary(args(&["--verify-only"])).await;
+    assert_eq!(output.status.code(), Some(2), "{}", common::report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("the record was copied from another cluster"), "{}", common::report(&output));
+
+    let output = binary(args(&["--adopt"])).await;
+    assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("recorded this cluster as `small`"), "{}", common::report(&output));
+    assert_eq!(identity(), Some(json!({"cluster": "small", "kubeSystemUID": "uid-seed-kube-system"})));
+    let output = binary(args(&["--verify-only"])).await;
+    assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
+}

@@ -64,7 +64,13 @@ impl Sim {
 
     /// Records the cluster identity `tfrs bootstrap` writes, naming `cluster`.
     pub fn seed_identity(&self, cluster: &str) {
-        let identity = tfrs_gitops::live::guard::Identity { cluster: cluster.into(), uid: "uid-seed-kube-system".into() };
+        self.seed_identity_with_uid(cluster, "uid-seed-kube-system");
+    }
+
+    /// Records an identity naming `cluster` with the kube-system UID `uid` (another cluster's,
+    /// unless it is `uid-seed-kube-system`).
+    pub fn seed_identity_with_uid(&self, cluster: &str, uid: &str) {
+        let identity = tfrs_gitops::live::guard::Identity { cluster: cluster.into(), uid: uid.into() };
         let mut object = tfrs_gitops::live::guard::object(&identity);
         object["metadata"]["resourceVersion"] = json!("1");
         self.lock().objects.insert(
