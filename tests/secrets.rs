@@ -3,6 +3,8 @@
 //! MAC; `age -d` opens the wrapped data key; a blob sealed by Python `cryptography` opens with
 //! `tfrs unseal`. A missing tool skips with a note, except under `CI=true` where it fails.
 
+mod common;
+
 use serde_json::{Value as Json, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -301,8 +303,7 @@ fn a_certificate_close_to_expiry_warns() {
     let Some(openssl) = outside_tool("openssl") else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let specs = dir.path().join("demo");
-    let copied = Command::new("cp").arg("-r").arg(root().join("fixtures/demo")).arg(&specs).status().expect("cp");
-    assert!(copied.success());
+    common::copy_dir(&root().join("fixtures/demo"), &specs);
     let cert = specs.join("keys/sealed-secrets.pem");
     let make = |days: &str| {
         let status = Command::new(&openssl)

@@ -2,7 +2,7 @@
 //! cluster guard in front of every command that acts on a cluster.
 
 use super::args::Connection;
-use crate::live::guard::{self, Refusal, Verdict};
+use crate::live::guard::{self, Verdict};
 use crate::reconcile::apply::Target;
 use anyhow::Context as _;
 use std::io::Write as _;
@@ -30,32 +30,28 @@ pub async fn client(connection: &Connection) -> anyhow::Result<kube::Client> {
     kube::Client::try_from(config).context("cannot build the Kubernetes client")
 }
 
-/// Refuses a target that is not cluster `expected` (see [`guard`]). With `adopt` and `write`, a
-/// missing record is written (and said on stderr); with `adopt` alone it is accepted unwritten.
+/// Refuses a target that is not cluster `expected` (see [`guard`]). With `adopt`, a missing or
+/// copied record is written (and said on stderr).
 ///
 /// # Errors
 ///
 /// The refusal, worded for the user: the command exits 2.
-pub async fn guard(target: &Target, expected: &str, adopt: bool, write: bool) -> anyhow::Result<guard::Identity> {
+pub async fn guard(target: &Target, expected: &str, adopt: bool) -> anyhow::Result<guard::Identity> {
     let deadline = Instant::now() + Duration::from_secs(60);
     match guard::check(target, expected, adopt, deadline).await {
         Ok(Verdict::Matches(identity)) => Ok(identity),
         Ok(Verdict::Unrecorded(identity)) => {
-            if write {
-                guard::record(target, &identity, deadline).await.context("cannot record the cluster identity")?;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "recorded this cluster as `{expected}` (ConfigMap `{}/{}`, kube-system UID {})",
-                    guard::NAMESPACE,
-                    guard::NAME,
-                    identity.uid
-                );
-            }
+            guard::record(target, &identity, deadline).await.context("cannot record the cluster identity")?;
+            let _ = writeln!(
+                std::io::stderr(),
+                "recorded this cluster as `{expected}` (ConfigMap `{}/{}`, kube-system UID {})",
+                guard::NAMESPACE,
+                guard::NAME,
+                identity.uid
+            );
             Ok(identity)
         }
-        Err(refusal @ Refusal::Api(_)) if refusal.is_connection() => {
-            Err(anyhow::Error::new(refusal).context("cannot reach the API server"))
-        }
+        Err(refusal) if refusal.is_connection() => Err(anyhow::Error::new(refusal).context("cannot reach the API server")),
         Err(refusal) => Err(anyhow::anyhow!("refusing to act: {refusal}")),
     }
 }

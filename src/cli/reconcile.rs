@@ -40,7 +40,8 @@ pub fn run(args: &ReconcileArgs, stdout: &mut dyn Write) -> anyhow::Result<Statu
     let outcome = runtime.block_on(async {
         let client = super::kube::client(&args.connection).await?;
         let target = Target::new(client);
-        super::kube::guard(&target, &rollout.plan.cluster, args.adopt, options.mode == Mode::Apply).await?;
+        // NB: `--adopt` conflicts with `--dry-run` and `--verify-only`: adopting always writes.
+        super::kube::guard(&target, &rollout.plan.cluster, args.adopt).await?;
         let progress = |event: &Event| {
             let mut printer = printer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             printer.event(event);

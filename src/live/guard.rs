@@ -12,7 +12,7 @@ use crate::reconcile::apply::{Cause, Change, Target};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-/// The namespace and name of the identity ConfigMap.
+/// The namespace of the identity ConfigMap.
 pub const NAMESPACE: &str = "kube-system";
 /// The name of the identity ConfigMap.
 pub const NAME: &str = "tfrs";
@@ -89,7 +89,8 @@ impl Refusal {
 pub enum Verdict {
     /// The record names this cluster.
     Matches(Identity),
-    /// No record, and the caller may write one ([`record`]).
+    /// No record, or one copied from another cluster, and `adopt` was given: the caller writes
+    /// it ([`record`]).
     Unrecorded(Identity),
 }
 

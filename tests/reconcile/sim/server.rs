@@ -62,7 +62,7 @@ impl Sim {
         );
     }
 
-    /// Records the cluster identity `tfrs bootstrap` writes, naming `cluster`.
+    /// Records the cluster identity `tfrs reconcile --adopt` writes, naming `cluster`.
     pub fn seed_identity(&self, cluster: &str) {
         self.seed_identity_with_uid(cluster, "uid-seed-kube-system");
     }
