@@ -230,8 +230,7 @@ fn sealer(
             )))
         }
         SealingBackend::SealedSecrets => {
-            let spec_file = bundle.name(origin.file);
-            let path = Path::new(spec_file).parent().unwrap_or(Path::new("")).join(&sealing.cert_file);
+            let path = cert_path(cluster, bundle);
             let pem = std::fs::read_to_string(&path).map_err(|error| {
                 SealerProblem::Environment(Box::new(
                     Diagnostic::error(Rule::Environment, origin, FIELD, format!("cannot read `{}`: {error}", path.display()))
@@ -254,6 +253,13 @@ fn sealer(
             }
         }
     }
+}
+
+/// `spec.sealing.certFile` of `cluster`, relative to its spec file's directory.
+#[must_use]
+pub fn cert_path(cluster: &Object<crate::spec::model::ClusterSpec>, bundle: &Bundle) -> std::path::PathBuf {
+    let spec_file = bundle.name(cluster.locate("spec.sealing.certFile").file);
+    Path::new(spec_file).parent().unwrap_or(Path::new("")).join(&cluster.spec.sealing.cert_file)
 }
 
 /// [`build`] and seal afresh (no previous tree): for commands that roll the tree out or look

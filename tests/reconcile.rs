@@ -471,6 +471,8 @@ async fn bench_wall_time_vs_critical_path() {
 
 #[path = "common/apiserver.rs"]
 mod apiserver;
+#[path = "reconcile/bootstrap.rs"]
+mod bootstrap;
 #[path = "reconcile/real.rs"]
 mod real;
 
@@ -479,4 +481,11 @@ fn cluster_demo_against_a_real_kube_apiserver() {
     let Some((binary, etcd)) = apiserver::binaries() else { return };
     let Some(upstream) = apiserver::upstream() else { return };
     real::demo(&binary, &etcd, &upstream, &PathBuf::from(env!("CARGO_BIN_EXE_tfrs")));
+}
+
+#[test]
+fn bootstrap_of_the_demo_against_a_real_kube_apiserver() {
+    let Some((binary, etcd)) = apiserver::binaries() else { return };
+    let Some(upstream) = apiserver::upstream() else { return };
+    bootstrap::demo(&binary, &etcd, &upstream, &PathBuf::from(env!("CARGO_BIN_EXE_tfrs")));
 }

@@ -3,6 +3,8 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub use super::live_args::{BootstrapArgs, CertArgs, Connection, ProgressFormat, ReconcileArgs};
+
 /// Render the TFRS platform (TFRCluster, TFRTenant, TFRServer) into sealed, GitOps-ready
 /// Kubernetes manifests.
 #[derive(Debug, Parser)]
@@ -58,6 +60,17 @@ pub enum Command {
     /// out (named, with its unready objects and their conditions), 2 usage, connection or I/O
     /// error. See docs/reconcile.md.
     Reconcile(ReconcileArgs),
+    /// Take a cluster running Kubernetes and Flux or Argo CD to one that reconciles the tree
+    /// from Git: sealing key, sealed-secrets controller, image credentials, cluster identity and
+    /// the engine's root object, in five phases; a second run changes nothing.
+    ///
+    /// Exit status: 0 bootstrapped, 1 something did not become ready, 2 refused (identity,
+    /// missing prerequisites, each named) or a usage, connection or I/O error. See
+    /// docs/bootstrap.md.
+    Bootstrap(BootstrapArgs),
+    /// The sealing certificate: `tfrs cert fetch` reads the controller's public certificate
+    /// from the cluster (what `kubeseal --fetch-cert` does), after the cluster guard.
+    Cert(CertArgs),
     /// Draw the component dependency graph (mermaid or Graphviz dot).
     Graph(GraphArgs),
     /// List the rendered commits of a branch with their provenance: the specs' commit (and
@@ -256,90 +269,6 @@ pub enum DiffFormat {
     Markdown,
     /// A stable JSON document for tools.
     Json,
-}
-
-/// `tfrs reconcile`.
-#[derive(Debug, clap::Args)]
-pub struct ReconcileArgs {
-    /// A rendered directory (holding `plan.json`, or `clusters/<name>/plan.json`), or spec
-    /// files and directories to render in memory.
-    #[arg(required = true, value_name = "RENDERED_DIR|INPUT")]
-    pub inputs: Vec<PathBuf>,
-    /// The cluster to roll out when the directory or specs hold several.
-    #[arg(long, value_name = "NAME")]
-    pub cluster: Option<String>,
-    /// The cluster to reach.
-    #[command(flatten)]
-    pub connection: Connection,
-    /// Record this cluster's identity when it has none (or one copied from another cluster
-    /// under the same name), instead of refusing it (docs/reconcile.md, "The cluster guard").
-    #[arg(long, conflicts_with_all = ["verify_only", "dry_run"])]
-    pub adopt: bool,
-    /// Components applied and awaited at the same time.
-    #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub concurrency: u16,
-    /// Timeout of each component, like `90s` or `5m` (default: per kind, see docs/reconcile.md;
-    /// 5m for a HelmRelease without `spec.timeout`, 10m for Jobs and databases).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub timeout: Option<std::time::Duration>,
-    /// The longest pause between two readiness polls.
-    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
-    pub poll_interval: std::time::Duration,
-    /// Do not write: wait until everything is ready (for clusters where Argo CD or Flux
-    /// applies). With `--timeout 0` it checks once.
-    #[arg(long, conflicts_with_all = ["dry_run", "prune", "force_conflicts"])]
-    pub verify_only: bool,
-    /// Server-side dry run of every apply (`dryRun=All`); nothing is persisted or awaited.
-    #[arg(long, conflicts_with = "prune")]
-    pub dry_run: bool,
-    /// Take over fields another field manager owns instead of failing on the conflict.
-    #[arg(long)]
-    pub force_conflicts: bool,
-    /// After a fully ready rollout, delete objects labelled as ours for this cluster that the
-    /// plan no longer has.
-    #[arg(long)]
-    pub prune: bool,
-    /// Progress output: `human` (a step list on stderr) or `json` (one event per line on
-    /// stdout).
-    #[arg(long, value_enum, default_value = "human")]
-    pub progress: ProgressFormat,
-    /// An age identity file (`AGE-SECRET-KEY-1...` lines) to decrypt SOPS-encrypted Secrets
-    /// (the `sops-age` backend) before applying them; without it they are refused.
-    #[arg(long, value_name = "KEY")]
-    pub age_identity: Option<PathBuf>,
-    /// Spec inputs only: apply this overlay after `spec.overlays`; repeatable.
-    #[arg(long = "overlay", value_name = "NAME|PATH")]
-    pub overlays: Vec<String>,
-    /// Spec inputs only: a directory of templates that replace built-in ones.
-    #[arg(long, value_name = "DIR")]
-    pub templates: Option<PathBuf>,
-    /// Spec inputs only: the master key file (else `TFRS_MASTER_KEY`).
-    #[arg(long, value_name = "FILE")]
-    pub master_key_file: Option<PathBuf>,
-}
-
-/// How to reach a cluster: the kubectl way.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Connection {
-    /// The kubeconfig file (else `KUBECONFIG`, else `~/.kube/config`).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context (else its current context).
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-}
-
-/// A progress format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProgressFormat {
-    /// Numbered steps with spinners on a terminal, plain lines otherwise.
-    Human,
-    /// One JSON event per line: `{"step","total","component","status","elapsed_ms"}`.
-    Json,
-}
-
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    crate::reconcile::parse_duration(text)
 }
 
 /// `tfrs render`.

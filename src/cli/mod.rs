@@ -6,6 +6,8 @@
 mod args;
 mod audit;
 mod base;
+mod bootstrap;
+mod cert;
 mod colour;
 mod commit;
 mod completions;
@@ -14,6 +16,7 @@ mod diff_markdown;
 mod diff_report;
 mod graph;
 mod kube;
+mod live_args;
 mod log;
 mod man;
 mod plan;
@@ -89,6 +92,8 @@ pub fn run() -> Status {
         args::Command::Commit(a) => commit::run(&a, &mut stdout),
         args::Command::Diff(a) => diff::run(&a, colour, &mut stdout),
         args::Command::Reconcile(a) => reconcile::run(&a, &mut stdout),
+        args::Command::Bootstrap(a) => bootstrap::run(&a, &mut stdout),
+        args::Command::Cert(a) => cert::run(&a, &mut stdout),
         args::Command::Version(a) => version::run(&a, &mut stdout),
         args::Command::Completions(a) => completions::run(&a, &mut stdout),
         args::Command::Man(a) => man::run(&a, &mut stdout),

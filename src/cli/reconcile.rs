@@ -102,19 +102,32 @@ fn load(args: &ReconcileArgs) -> anyhow::Result<Option<Rollout>> {
     let Some((spec, bundle)) = super::stages::load(&args.inputs, &args.overlays)? else {
         return Ok(None);
     };
+    rendered(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), args.cluster.as_deref(), identity)
+}
+
+/// Renders `spec` in memory and loads the rollout of cluster `wanted` (or the only one); `None`
+/// after reporting a failed render.
+pub(super) fn rendered(
+    spec: &crate::spec::Spec,
+    bundle: &crate::spec::Bundle,
+    templates: Option<&Path>,
+    master_key_file: Option<&Path>,
+    wanted: Option<&str>,
+    identity: Option<&str>,
+) -> anyhow::Result<Option<Rollout>> {
     // NB: sealing afresh (no previous tree) only changes ciphertext, which the controller
     // unseals to the same Secret.
-    let setup = crate::pipeline::Setup::new(args.templates.as_deref(), args.master_key_file.as_deref(), false)?;
-    let tree = match crate::pipeline::build_sealed(&spec, &bundle, &setup) {
+    let setup = crate::pipeline::Setup::new(templates, master_key_file, false)?;
+    let tree = match crate::pipeline::build_sealed(spec, bundle, &setup) {
         Ok(tree) => tree,
         Err(failure) => {
-            super::stages::report(failure, &bundle)?;
+            super::stages::report(failure, bundle)?;
             return Ok(None);
         }
     };
     let mut names: Vec<String> = tree.clusters().map(str::to_owned).collect();
     names.sort();
-    let cluster = pick(&names, args.cluster.as_deref(), Path::new("the inputs"))?;
+    let cluster = pick(&names, wanted, Path::new("the inputs"))?;
     let plan = tree.plans().iter().find(|plan| plan.cluster == cluster).context("the render produced no plan")?.clone();
     let prefix = format!("{}/", layout::cluster_dir(&cluster));
     let files = tree.files();
@@ -122,7 +135,7 @@ fn load(args: &ReconcileArgs) -> anyhow::Result<Option<Rollout>> {
     Ok(Some(Rollout::load(plan, &read, identity).context("cannot load the rendered plan")?))
 }
 
-fn pick(names: &[String], wanted: Option<&str>, place: &Path) -> anyhow::Result<String> {
+pub(super) fn pick(names: &[String], wanted: Option<&str>, place: &Path) -> anyhow::Result<String> {
     match (wanted, names) {
         (Some(wanted), _) if names.iter().any(|n| n == wanted) => Ok(wanted.to_owned()),
         (Some(wanted), _) => bail!("no cluster `{wanted}` in `{}` (found: {})", place.display(), names.join(", ")),

@@ -200,6 +200,19 @@ impl Target {
         found.map(|object| serde_json::to_value(object).map_err(|e| Cause::Other(e.to_string()))).transpose()
     }
 
+    /// Lists every object of one kind, in every namespace.
+    ///
+    /// # Errors
+    ///
+    /// [`Cause::NotServed`] for a kind the server does not serve; list failures after retries.
+    pub async fn list(&self, api_version: &str, kind: &str, deadline: Instant) -> Result<Vec<Value>, Cause> {
+        let (resource, _) = self.resource(api_version, kind, deadline).await?;
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let params = ListParams::default();
+        let list = retry(deadline, ATTEMPTS, || api.list(&params)).await?;
+        list.items.into_iter().map(|item| serde_json::to_value(item).map_err(|e| Cause::Other(e.to_string()))).collect()
+    }
+
     /// Lists every object, in every listable and deletable kind, that matches `selector`.
     ///
     /// # Errors

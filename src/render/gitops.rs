@@ -128,6 +128,13 @@ pub(crate) fn gitops_objects(
 /// a child to be healthy. It is one key of `argocd-cm`, applied server-side so that only that
 /// key (and our labels) is ours; Argo CD never prunes or deletes the ConfigMap for us.
 fn argocd_health_check(cluster: &str) -> Resource {
+    Resource::from_json(&argocd_health_check_body(cluster)).ok().flatten().expect("a fixed ConfigMap is an object")
+}
+
+/// The `argocd-cm` ConfigMap with only the Application health check (see
+/// `argocd_health_check`), as JSON: `tfrs bootstrap` applies it before the root Application.
+#[must_use]
+pub fn argocd_health_check_body(cluster: &str) -> Json {
     const LUA: &str = "health = {status = \"Progressing\", message = \"\"}\n\
         if obj.status ~= nil and obj.status.health ~= nil then\n\
         \x20 health.status = obj.status.health.status\n\
@@ -137,7 +144,7 @@ fn argocd_health_check(cluster: &str) -> Resource {
     let mut labels = labels(cluster, "gitops");
     labels["app.kubernetes.io/part-of"] = json!("argocd");
     labels["app.kubernetes.io/name"] = json!("argocd-cm");
-    let body = json!({
+    json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
@@ -150,6 +157,5 @@ fn argocd_health_check(cluster: &str) -> Resource {
             },
         },
         "data": {"resource.customizations.health.argoproj.io_Application": LUA},
-    });
-    Resource::from_json(&body).ok().flatten().expect("a fixed ConfigMap is an object")
+    })
 }

@@ -159,6 +159,12 @@ impl Certificate {
         })
     }
 
+    /// Whether `key` is this certificate's private key.
+    #[must_use]
+    pub fn is_pair_of(&self, key: &PrivateKey) -> bool {
+        self.public_key == key.0.to_public_key()
+    }
+
     /// SHA-256 of the certificate's DER, lowercase hex.
     #[must_use]
     pub fn fingerprint(&self) -> String {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tfrs_gitops::object::ObjectId;
 use tfrs_gitops::reconcile::wait::readiness;
 
-async fn api_for(client: &kube::Client, reference: &ObjectId) -> Option<Api<DynamicObject>> {
+pub(super) async fn api_for(client: &kube::Client, reference: &ObjectId) -> Option<Api<DynamicObject>> {
     let (group, version) = reference.api_version.rsplit_once('/').unwrap_or(("", &reference.api_version));
     let gvk = kube::core::GroupVersionKind::gvk(group, version, &reference.kind);
     let (resource, _) = kube::discovery::pinned_kind(client, &gvk).await.ok()?;
@@ -26,7 +26,7 @@ async fn api_for(client: &kube::Client, reference: &ObjectId) -> Option<Api<Dyna
 
 /// The helper acting as every controller: writes a ready status for each object of the plan
 /// that has a controller, 300 ms after it first sees it.
-async fn controllers(client: kube::Client, references: Vec<ObjectId>, stop: Arc<AtomicBool>) {
+pub(super) async fn controllers(client: kube::Client, references: Vec<ObjectId>, stop: Arc<AtomicBool>) {
     let mut seen: std::collections::HashMap<String, Instant> = std::collections::HashMap::new();
     while !stop.load(Ordering::Relaxed) {
         for reference in &references {

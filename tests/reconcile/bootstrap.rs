@@ -1,0 +1,142 @@
+//! `tfrs bootstrap` against a real kube-apiserver: refused on a cluster without Flux (nothing
+//! written), then the demo's five phases with the status helper of `real.rs` acting as the
+//! controllers, my own decryption of the live SealedSecret with the key bootstrap brought in,
+//! an idempotent re-run, and a refusal once the identity names another cluster.
+
+use super::real::{api_for, controllers};
+use super::{apiserver, common};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tfrs_gitops::object::ObjectId;
+use tfrs_gitops::reconcile::rollout::Rollout;
+
+fn objects_of(rollout: &Rollout, ids: &[&str]) -> Vec<ObjectId> {
+    rollout
+        .plan
+        .components
+        .iter()
+        .zip(&rollout.objects)
+        .filter(|(c, _)| ids.contains(&c.id.as_str()))
+        .flat_map(|(_, objects)| objects.iter().map(ObjectId::of))
+        .collect()
+}
+
+async fn apply(client: &kube::Client, object: Value) {
+    let reference = ObjectId::of(&object);
+    let api = api_for(client, &reference).await.expect("an API");
+    api.patch(&reference.name, &PatchParams::apply("e2e-setup"), &Patch::Apply(&object)).await.expect("setup apply");
+}
+
+/// Bootstraps the demo against a fresh apiserver.
+pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) {
+    let crds = apiserver::pinned_crds(upstream);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rollout = super::demo_rollout(&dir.path().join("out"));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let server = apiserver::Server::start(apiserver_binary, etcd).await;
+        let client = server.client().await;
+        let kubeconfig = server.kubeconfig.clone();
+        let run = |extra: &'static [&'static str]| {
+            let (tfrs, kubeconfig) = (tfrs.to_path_buf(), kubeconfig.clone());
+            tokio::task::spawn_blocking(move || -> Output {
+                Command::new(tfrs)
+                    .current_dir(common::root())
+                    .args(["bootstrap", "fixtures/demo", "--master-key-file", "fixtures/demo/keys/master.key"])
+                    .args(["--sealing-key", "fixtures/demo/keys/sealed-secrets.key", "--git-secret", "gitops-ssh"])
+                    .arg("--kubeconfig")
+                    .arg(&kubeconfig)
+                    .args(["--poll-interval", "300ms", "--timeout", "2m"])
+                    .args(extra)
+                    .output()
+                    .expect("run tfrs")
+            })
+        };
+        let identity = ObjectId::new("v1", "ConfigMap", Some("kube-system"), "tfrs");
+        let configmaps = api_for(&client, &identity).await.expect("configmaps");
+
+        // No Flux and no `nfs-client` class: refused with both named, nothing written.
+        let output = run(&[]).await.expect("join");
+        assert_eq!(output.status.code(), Some(2), "{}", common::report(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("Flux is not installed: CustomResourceDefinition `gitrepositories.source.toolkit.fluxcd.io`"), "{stderr}");
+        assert!(stderr.contains("tenant `acme`: StorageClass `nfs-client` (`spec.sharedCache.storageClass`) does not exist"), "{stderr}");
+        assert!(configmaps.get_opt("tfrs").await.expect("get").is_none(), "a refused bootstrap recorded the identity");
+
+        // What `flux install` and an NFS provisioner leave behind.
+        apiserver::register_crds(&client, &crds).await;
+        apply(&client, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}})).await;
+        apply(&client, json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "nfs-client"}, "provisioner": "k8s-sigs.io/nfs-subdir-external-provisioner"})).await;
+
+        let mut references = objects_of(&rollout, &["cluster/sealed-secrets", "cluster/image-registry"]);
+        references.push(ObjectId::new("kustomize.toolkit.fluxcd.io/v1", "Kustomization", Some("flux-system"), "tfrs-demo"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let helper = tokio::spawn(controllers(client.clone(), references, stop.clone()));
+        let output = run(&["--progress", "json"]).await.expect("join");
+        assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
+        let events: Vec<Value> =
+            String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON event")).collect();
+        let done: Vec<&str> = events.iter().filter(|e| e["event"] == "phase" && e["status"] == "done").filter_map(|e| e["step"].as_str()).collect();
+        assert_eq!(done, ["检查集群连通性", "部署 Operator", "创建租户镜像凭证", "创建 TFRCluster CR", "验证 TFRCluster"], "{events:?}");
+        let created: Vec<&str> =
+            events.iter().filter(|e| e["event"] == "object" && e["change"] == "created").filter_map(|e| e["object"].as_str()).collect();
+        for expected in [
+            "HelmRelease/flux-system/sealed-secrets-controller",
+            "SealedSecret/tfr-image-credentials/cnb-registry-secret",
+            "ConfigMap/kube-system/tfrs",
+            "GitRepository/flux-system/flux-system",
+            "Kustomization/flux-system/tfrs-demo",
+        ] {
+            assert!(created.contains(&expected), "`{expected}` not created: {created:?}");
+        }
+        let key = created.iter().find(|o| o.starts_with("Secret/kube-system/sealed-secrets-key-tfrs-")).expect("the sealing key Secret");
+        assert!(!String::from_utf8_lossy(&output.stdout).contains("PRIVATE KEY"), "the key leaked into the output");
+
+        // My own decryption: the live SealedSecret opens with the key material bootstrap brought in.
+        let secrets = api_for(&client, &ObjectId::new("v1", "Secret", Some("kube-system"), "x")).await.expect("secrets");
+        let secret = serde_json::to_value(secrets.get(key.rsplit('/').next().expect("name")).await.expect("key Secret")).expect("json");
+        assert_eq!(secret["type"], "kubernetes.io/tls");
+        assert_eq!(secret["metadata"]["labels"]["sealedsecrets.bitnami.com/sealed-secrets-key"], "active");
+        let pem = base64_decode(secret["data"]["tls.key"].as_str().expect("tls.key"));
+        let private_key = tfrs_gitops::secrets::sealed::PrivateKey::from_pem(&String::from_utf8_lossy(&pem)).expect("a private key");
+        let reference = ObjectId::new("bitnami.com/v1alpha1", "SealedSecret", Some("tfr-image-credentials"), "cnb-registry-secret");
+        let sealed = api_for(&client, &reference).await.expect("sealedsecrets").get("cnb-registry-secret").await.expect("SealedSecret");
+        let opened = tfrs_gitops::secrets::sealed::unseal(&private_key, &serde_json::to_value(sealed).expect("json")).expect("unseal");
+        let password = std::fs::read_to_string(common::root().join("fixtures/demo/secrets/registry-password.txt")).expect("password");
+        let config = String::from_utf8_lossy(&opened.data[".dockerconfigjson"]).into_owned();
+        assert!(config.contains(&base64_encode(format!("cnb:{}", password.trim_end()).as_bytes())), "the pull Secret holds the registry credentials");
+
+        // A second run changes nothing, and says so.
+        let output = run(&[]).await.expect("join");
+        assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.starts_with("cluster `demo` is bootstrapped already: nothing changed ("), "{}", common::report(&output));
+        stop.store(true, Ordering::Relaxed);
+        helper.await.expect("helper");
+
+        // The identity now names another cluster: refused before any write, both named.
+        let mut record = serde_json::to_value(configmaps.get("tfrs").await.expect("identity")).expect("json");
+        record["data"]["cluster"] = json!("prod");
+        let _ = configmaps.patch("tfrs", &PatchParams::default(), &Patch::Merge(&json!({"data": record["data"]}))).await.expect("edit");
+        let output = run(&[]).await.expect("join");
+        assert_eq!(output.status.code(), Some(2), "{}", common::report(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("this context reaches cluster `prod`"), "{stderr}");
+        assert!(stderr.contains("the tree is for cluster `demo`"), "{stderr}");
+        let _: Api<DynamicObject> = configmaps;
+    });
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).expect("base64")
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
