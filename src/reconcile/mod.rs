@@ -18,7 +18,8 @@
 //! - Readiness is polled (GET), not watched.
 //! - Pruning deletes objects labelled `app.kubernetes.io/managed-by=tfrs` and
 //!   `tfrs.turingfocus.cn/cluster=<cluster>` that the plan no longer has, only after a rollout
-//!   in which every component became ready.
+//!   in which every component became ready; never the GitOps entry points
+//!   ([`prune::owned_selector`]).
 //!
 //! # Where things live
 //!
@@ -37,7 +38,7 @@ mod component;
 mod dry_run;
 pub mod order;
 mod outcome;
-mod prune;
+pub mod prune;
 pub mod rollout;
 mod scheduler;
 mod timeout;

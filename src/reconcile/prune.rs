@@ -9,9 +9,18 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// The objects reconcile owns on a cluster: labelled as ours for `cluster`, except the GitOps
+/// entry points (`app.kubernetes.io/component=gitops`: the components' Kustomizations or
+/// Applications and Argo CD's `argocd-cm`), which the engine applies from `clusters/<cluster>/`
+/// and the plan does not hold.
+#[must_use]
+pub fn owned_selector(cluster: &str) -> String {
+    format!("app.kubernetes.io/managed-by=tfrs,tfrs.turingfocus.cn/cluster={cluster},app.kubernetes.io/component!=gitops")
+}
+
 pub(super) async fn prune(target: &Target, rollout: &Rollout, options: &Options, outcome: &mut Outcome) {
     let deadline = Instant::now() + options.timeout.unwrap_or(Duration::from_secs(300));
-    let selector = format!("app.kubernetes.io/managed-by=tfrs,tfrs.turingfocus.cn/cluster={}", rollout.plan.cluster);
+    let selector = owned_selector(&rollout.plan.cluster);
     // The plan's objects by the server's key (group, kind, namespace, name: any version).
     let keep: BTreeSet<String> = rollout.objects.iter().flatten().map(|o| ObjectId::of(o).server_key()).collect();
     let live = match target.list_labelled(&selector, deadline).await {

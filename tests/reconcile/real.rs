@@ -175,6 +175,12 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
             .flat_map(|(_, objects)| objects.iter().map(ObjectId::of))
             .collect();
         assert!(removed.len() >= 5, "robot2 has objects: {removed:?}");
+        // A GitOps entry point the engine applied from `clusters/demo/gitops/`: labelled as ours,
+        // not in the plan, and never pruned.
+        let entry = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-cm", "namespace": "flux-system", "labels": {
+            "app.kubernetes.io/managed-by": "tfrs", "tfrs.turingfocus.cn/cluster": "demo", "app.kubernetes.io/component": "gitops"}}});
+        let configmaps = api_for(&client, &ObjectId::of(&entry)).await.expect("configmaps");
+        configmaps.patch("argocd-cm", &PatchParams::apply("argocd"), &Patch::Apply(&entry)).await.expect("entry point");
         let stop = Arc::new(AtomicBool::new(false));
         let helper = tokio::spawn(controllers(client.clone(), references.clone(), stop.clone()));
         let (tfrs, cluster, kubeconfig) = (tfrs.to_path_buf(), pruned_out.join("clusters/demo"), kubeconfig.clone());
@@ -199,5 +205,6 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
             let was_removed = removed.iter().any(|r| r == reference);
             assert_eq!(exists, !was_removed, "`{}` {}", reference, if exists { "survived the prune" } else { "was pruned but is still rendered" });
         }
+        assert!(configmaps.get_opt("argocd-cm").await.expect("get").is_some(), "prune deleted a GitOps entry point");
     });
 }
