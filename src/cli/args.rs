@@ -220,13 +220,21 @@ pub struct DiffArgs {
     pub inputs: Vec<PathBuf>,
     /// The repository: a local path (bare or not) or a URL (fetched into
     /// `$XDG_CACHE_HOME/tfrs/repos/`).
-    #[arg(long, value_name = "PATH|URL")]
-    pub repo: String,
+    #[arg(long, value_name = "PATH|URL", required_unless_present = "live")]
+    pub repo: Option<String>,
     /// The ref to compare with (a branch, tag or commit; for a URL, a branch). Default: the
     /// repository's default branch, as for `commit`. A branch that does not exist yet is an
     /// empty tree: everything is added.
     #[arg(long = "ref", value_name = "REF")]
     pub reference: Option<String>,
+    /// Compare with the live cluster instead of Git: a server-side dry-run apply of every
+    /// object against the live one (what applying would change), the objects labelled as ours
+    /// that the tree dropped, and readiness. Guarded like `reconcile` (docs/reconcile.md).
+    #[arg(long, conflicts_with_all = ["repo", "reference", "parts"])]
+    pub live: bool,
+    /// With `--live`: the cluster to reach.
+    #[command(flatten)]
+    pub connection: Connection,
     /// Output format: `text` for people (coloured as `--color` says), `markdown` for a
     /// pull-request comment, `json` for tools (see docs/git.md).
     #[arg(long, value_enum, default_value = "text")]

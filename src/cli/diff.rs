@@ -18,11 +18,15 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     if args.parts.is_some() && args.format != DiffFormat::Markdown {
         anyhow::bail!("`--parts` writes the markdown report in parts: use it with `--format markdown`");
     }
+    if args.live {
+        return super::diff_live::run(args, colour, stdout);
+    }
+    let repo_arg = args.repo.as_deref().unwrap_or_default();
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Error);
     };
     let spec = select(spec, &bundle, &args.settings.clusters)?;
-    let (repo, is_url) = crate::git::open(&args.repo)?;
+    let (repo, is_url) = crate::git::open(repo_arg)?;
     let reference = match &args.reference {
         Some(reference) => reference.clone(),
         None => crate::git::default_branch(&repo, is_url)?,
@@ -30,7 +34,7 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     let commit = resolve(&repo, is_url, &reference)?;
     let mut notes = Vec::new();
     if commit.is_none() {
-        notes.push(missing_branch(&repo, &reference, &args.repo));
+        notes.push(missing_branch(&repo, &reference, repo_arg));
         eprintln!("note: {}", notes[0]);
     }
     let tree = commit.as_ref().map(git2::Commit::tree).transpose()?;
@@ -124,7 +128,7 @@ fn secret_data_source(found: &Diff, spec: &crate::spec::Spec, key: &crate::tree:
 }
 
 /// Writes `report` in the format the flags ask for (the paths of the parts, for `--parts`).
-fn write_report(
+pub(super) fn write_report(
     report: &Report<'_>,
     args: &DiffArgs,
     commit: Option<git2::Oid>,

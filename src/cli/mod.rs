@@ -12,6 +12,7 @@ mod colour;
 mod commit;
 mod completions;
 mod diff;
+mod diff_live;
 mod diff_markdown;
 mod diff_report;
 mod graph;

@@ -185,6 +185,25 @@ impl Target {
         Ok((after, change))
     }
 
+    /// Server-side-applies one object with `dryRun=All` (field manager [`FIELD_MANAGER`], no
+    /// force unless `force`) and returns what the server says the object would become; nothing
+    /// is persisted.
+    ///
+    /// # Errors
+    ///
+    /// The server's refusal (a conflict, an invalid field, a missing namespace or kind).
+    pub async fn dry_run(&self, object: &Value, force: bool, deadline: Instant) -> Result<Value, Cause> {
+        let reference = ObjectId::of(object);
+        let api = self.api(&reference, deadline).await?;
+        let mut params = PatchParams::apply(FIELD_MANAGER).dry_run();
+        if force {
+            params = params.force();
+        }
+        let patch = Patch::Apply(object);
+        let after = retry(deadline, ATTEMPTS, || api.patch(&reference.name, &params, &patch)).await?;
+        serde_json::to_value(after).map_err(|e| Cause::Other(e.to_string()))
+    }
+
     /// Reads one object; `None` when it does not exist.
     ///
     /// # Errors
