@@ -18,9 +18,6 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     if args.parts.is_some() && args.format != DiffFormat::Markdown {
         anyhow::bail!("`--parts` writes the markdown report in parts: use it with `--format markdown`");
     }
-    if args.live {
-        return super::diff_live::run(args, colour, stdout);
-    }
     let repo_arg = args.repo.as_deref().unwrap_or_default();
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Error);

@@ -91,6 +91,7 @@ pub fn run() -> Status {
         args::Command::Log(a) => log::run(&a, &mut stdout),
         args::Command::Audit(a) => audit::run(&a, &mut stdout),
         args::Command::Commit(a) => commit::run(&a, &mut stdout),
+        args::Command::Diff(a) if a.live => diff_live::run(&a, colour, &mut stdout),
         args::Command::Diff(a) => diff::run(&a, colour, &mut stdout),
         args::Command::Reconcile(a) => reconcile::run(&a, &mut stdout),
         args::Command::Bootstrap(a) => bootstrap::run(&a, &mut stdout),

@@ -103,6 +103,17 @@ pub async fn compare(
             drift.live.insert(path, yaml(&live));
         }
     }
+    cluster_only(target, rollout, secret_key, deadline, &mut drift.live).await?;
+    drift.refused.sort();
+    drift.conflicts.sort();
+    Ok(drift)
+}
+
+/// Adds the objects labelled as ours for this cluster that the plan does not have, on the live
+/// side only.
+async fn cluster_only(target: &Target, rollout: &Rollout, secret_key: &[u8; 32], deadline: Instant, live: &mut Files) -> Result<(), Cause> {
+    let cluster = &rollout.plan.cluster;
+    let prefix = crate::layout::cluster_dir(cluster);
     let keep: BTreeSet<String> = rollout.objects.iter().flatten().map(|o| ObjectId::of(o).server_key()).collect();
     for mut object in target.list_labelled(&owned_selector(cluster), deadline).await? {
         let reference = ObjectId::of(&object);
@@ -116,11 +127,9 @@ pub async fn compare(
             reference.namespace().map(|n| format!("{n}.")).unwrap_or_default(),
             reference.name
         );
-        drift.live.insert(format!("{prefix}/{CLUSTER_ONLY}/{file}"), yaml(&object));
+        live.insert(format!("{prefix}/{CLUSTER_ONLY}/{file}"), yaml(&object));
     }
-    drift.refused.sort();
-    drift.conflicts.sort();
-    Ok(drift)
+    Ok(())
 }
 
 /// What one object's comparison found: the live object, what the apply would make of it (or
