@@ -118,6 +118,8 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
         stop.store(true, Ordering::Relaxed);
         helper.await.expect("helper");
 
+        cert_fetch(&client, tfrs, &kubeconfig, dir.path()).await;
+
         // The identity now names another cluster: refused before any write, both named.
         let mut record = serde_json::to_value(configmaps.get("tfrs").await.expect("identity")).expect("json");
         record["data"]["cluster"] = json!("prod");
@@ -139,4 +141,84 @@ fn base64_decode(text: &str) -> Vec<u8> {
 fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// `tfrs cert fetch` through the API server's service proxy: a Service like the chart's (one
+/// port named `http`) whose endpoint is a small HTTP server in this test, on this machine's
+/// non-loopback address (the API server refuses to proxy to loopback).
+async fn cert_fetch(client: &kube::Client, tfrs: &Path, kubeconfig: &Path, dir: &Path) {
+    let Some(address) = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|socket| socket.connect("192.0.2.254:9").map(|()| socket))
+        .and_then(|socket| socket.local_addr())
+        .ok()
+        .map(|a| a.ip())
+        .filter(|ip| !ip.is_loopback() && ip.is_ipv4())
+    else {
+        apiserver::skip("`tfrs cert fetch`: this machine has no non-loopback IPv4 address for an endpoint");
+        return;
+    };
+    let pem = std::fs::read(common::root().join("fixtures/demo/keys/sealed-secrets.pem")).expect("certificate");
+    let listener = std::net::TcpListener::bind((address, 0)).expect("listen");
+    let port = listener.local_addr().expect("address").port();
+    let served = pem.clone();
+    std::thread::spawn(move || {
+        use std::io::{Read as _, Write as _};
+        for stream in listener.incoming().take(1) {
+            let mut stream = stream.expect("accept");
+            let mut request = [0u8; 4096];
+            let read = stream.read(&mut request).expect("read");
+            let head = String::from_utf8_lossy(&request[..read]).into_owned();
+            let body: &[u8] = if head.starts_with("GET /v1/cert.pem ") { &served } else { b"not found" };
+            let status = if head.starts_with("GET /v1/cert.pem ") { "200 OK" } else { "404 Not Found" };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: application/x-pem-file\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(body);
+        }
+    });
+    apply(
+        client,
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "sealed-secrets-controller", "namespace": "kube-system"},
+        "spec": {"ports": [{"name": "http", "port": 8080, "targetPort": port}]}}),
+    )
+    .await;
+    // NB: the API server proxies only to EndpointSlice endpoints that are a Pod's IP.
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sealed-secrets-controller-0", "namespace": "kube-system"},
+        "spec": {"containers": [{"name": "controller", "image": "docker.io/bitnami/sealed-secrets-controller:0.38.4"}]}});
+    apply(client, pod.clone()).await;
+    let pods = api_for(client, &ObjectId::of(&pod)).await.expect("pods");
+    let ip = address.to_string();
+    let status = json!({"status": {"podIP": ip, "podIPs": [{"ip": ip}]}});
+    pods.patch_status("sealed-secrets-controller-0", &PatchParams::default(), &Patch::Merge(&status)).await.expect("pod status");
+    apply(client, json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "sealed-secrets-controller-x", "namespace": "kube-system", "labels": {"kubernetes.io/service-name": "sealed-secrets-controller"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [ip], "conditions": {"ready": true}, "targetRef": {"kind": "Pod", "namespace": "kube-system", "name": "sealed-secrets-controller-0"}}],
+        "ports": [{"name": "http", "port": port, "protocol": "TCP"}]}))
+    .await;
+    // NB: the API server reads EndpointSlices from its informer: give it a moment.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let out = dir.join("fetched.pem");
+    let (tfrs, kubeconfig, target) = (tfrs.to_path_buf(), kubeconfig.to_path_buf(), out.clone());
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(tfrs)
+            .current_dir(common::root())
+            .args(["cert", "fetch", "fixtures/demo", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .arg("--out")
+            .arg(&target)
+            .output()
+            .expect("run tfrs")
+    })
+    .await
+    .expect("join");
+    assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
+    assert_eq!(std::fs::read(&out).expect("the fetched certificate"), pem, "the fetched certificate is the served one");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("wrote the certificate of cluster `demo` (SHA-256 "),
+        "{}",
+        common::report(&output)
+    );
 }
