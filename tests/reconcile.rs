@@ -489,3 +489,10 @@ fn bootstrap_of_the_demo_against_a_real_kube_apiserver() {
     let Some(upstream) = apiserver::upstream() else { return };
     bootstrap::demo(&binary, &etcd, &upstream, &PathBuf::from(env!("CARGO_BIN_EXE_tfrs")));
 }
+
+#[test]
+fn bootstrap_with_argocd_and_with_sops_against_a_real_kube_apiserver() {
+    let Some((binary, etcd)) = apiserver::binaries() else { return };
+    let Some(upstream) = apiserver::upstream() else { return };
+    bootstrap::other_engines(&binary, &etcd, &upstream, &PathBuf::from(env!("CARGO_BIN_EXE_tfrs")));
+}

@@ -222,3 +222,104 @@ async fn cert_fetch(client: &kube::Client, tfrs: &Path, kubeconfig: &Path, dir: 
         common::report(&output)
     );
 }
+
+/// Renders `fixture` (with `env`) into `out` and loads the rollout of its one cluster.
+fn fixture_rollout(fixture: &str, out: &Path, env: &[(&str, &str)]) -> Rollout {
+    let output = Command::new(env!("CARGO_BIN_EXE_tfrs"))
+        .current_dir(common::root())
+        .args(["render", fixture, "--master-key-file", "fixtures/demo/keys/master.key", "--out"])
+        .arg(out)
+        .envs(env.iter().copied())
+        .output()
+        .expect("render");
+    assert!(output.status.success(), "{}", common::report(&output));
+    let plans: Vec<_> = std::fs::read_dir(out.join("clusters")).expect("clusters").map(|e| e.expect("entry").path()).collect();
+    let [cluster] = plans.as_slice() else { panic!("one cluster in {fixture}") };
+    let plan = tfrs_gitops::reconcile::rollout::Plan::parse(&std::fs::read(cluster.join("plan.json")).expect("plan.json")).expect("plan");
+    Rollout::load(
+        plan,
+        &|f| std::fs::read(cluster.join(f)).ok(),
+        Some(&std::fs::read_to_string(common::root().join("fixtures/demo/keys/age.txt")).expect("age")),
+    )
+    .expect("rollout")
+}
+
+fn bootstrap_command(tfrs: &Path, kubeconfig: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(tfrs);
+    command.current_dir(common::root()).arg("bootstrap").args(args).args(["--master-key-file", "fixtures/demo/keys/master.key"]);
+    command.arg("--kubeconfig").arg(kubeconfig).args(["--poll-interval", "300ms", "--timeout", "2m"]).envs(env.iter().copied());
+    command
+}
+
+async fn output(mut command: Command) -> Output {
+    tokio::task::spawn_blocking(move || command.output().expect("run tfrs")).await.expect("join")
+}
+
+/// The other engine and the other backend: a Flux laptop with SOPS and age on Docker Desktop
+/// (an existing `flux-system` GitRepository is kept), then, on the same API server with the
+/// identity removed, an Argo CD cluster on TKE (refused until a `qcloud://` node exists).
+pub fn other_engines(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) {
+    let crds = apiserver::pinned_crds(upstream);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env = [("TFRS_TEST_REGISTRY_PASSWORD", "registry-password-for-tests")];
+    let laptop = fixture_rollout("fixtures/render-sops-docker-desktop", &dir.path().join("laptop"), &[]);
+    let prod = fixture_rollout("fixtures/render-argocd-tke", &dir.path().join("prod"), &env);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let server = apiserver::Server::start(apiserver_binary, etcd).await;
+        let client = server.client().await;
+        let kubeconfig = server.kubeconfig.clone();
+        apiserver::register_crds(&client, &crds).await;
+        for namespace in ["flux-system", "argocd"] {
+            apply(&client, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})).await;
+        }
+        apply(&client, json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "docker-desktop"}})).await;
+        apply(&client, json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "hostpath", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "docker.io/hostpath"})).await;
+        // What `flux bootstrap` made: kept as it is.
+        let source = json!({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository", "metadata": {"name": "flux-system", "namespace": "flux-system"},
+            "spec": {"interval": "1m", "url": "ssh://git@git.example.com/laptop.git", "ref": {"branch": "main"}}});
+        apply(&client, source).await;
+
+        let mut references = objects_of(&laptop, &["cluster/sealed-secrets", "cluster/image-registry"]);
+        references.extend(objects_of(&prod, &["cluster/sealed-secrets", "cluster/image-registry"]));
+        references.push(ObjectId::new("kustomize.toolkit.fluxcd.io/v1", "Kustomization", Some("flux-system"), "tfrs-laptop"));
+        references.push(ObjectId::new("argoproj.io/v1alpha1", "Application", Some("argocd"), "tfrs-prod-sh"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let helper = tokio::spawn(controllers(client.clone(), references, stop.clone()));
+
+        let laptop_args = ["fixtures/render-sops-docker-desktop", "--age-identity", "fixtures/demo/keys/age.txt"];
+        let done = output(bootstrap_command(tfrs, &kubeconfig, &laptop_args, &[])).await;
+        assert_eq!(done.status.code(), Some(0), "{}", common::report(&done));
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert!(stderr.contains("created Secret/flux-system/sops-age"), "{stderr}");
+        assert!(!stderr.contains("GitRepository/"), "the existing GitRepository was touched: {stderr}");
+        let secrets = api_for(&client, &ObjectId::new("v1", "Secret", Some("flux-system"), "sops-age")).await.expect("secrets");
+        let stored = serde_json::to_value(secrets.get("sops-age").await.expect("sops-age")).expect("json");
+        let identity = std::fs::read(common::root().join("fixtures/demo/keys/age.txt")).expect("age");
+        assert_eq!(base64_decode(stored["data"]["age.agekey"].as_str().expect("age.agekey")), identity);
+        let again = output(bootstrap_command(tfrs, &kubeconfig, &laptop_args, &[])).await;
+        assert!(String::from_utf8_lossy(&again.stdout).starts_with("cluster `laptop` is bootstrapped already: nothing changed"), "{}", common::report(&again));
+
+        // Another cluster on this API server: only after its identity is gone (a test shortcut).
+        let identity = api_for(&client, &ObjectId::new("v1", "ConfigMap", Some("kube-system"), "tfrs")).await.expect("configmaps");
+        identity.delete("tfrs", &Default::default()).await.expect("delete the identity");
+        let prod_args = ["fixtures/render-argocd-tke", "--sealing-key", "fixtures/demo/keys/sealed-secrets.key"];
+        let refused = output(bootstrap_command(tfrs, &kubeconfig, &prod_args, &env)).await;
+        assert_eq!(refused.status.code(), Some(2), "{}", common::report(&refused));
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("ingress type `tke-clb` needs a Tencent Kubernetes Engine cluster"), "{}", common::report(&refused));
+        apply(&client, json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "10.0.0.7"}, "spec": {"providerID": "qcloud:///800002/ins-0abc1234"}})).await;
+        let cfs = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "cfs"}, "provisioner": "com.tencent.cloud.csi.cfs"});
+        apply(&client, cfs).await;
+        let done = output(bootstrap_command(tfrs, &kubeconfig, &prod_args, &env)).await;
+        assert_eq!(done.status.code(), Some(0), "{}", common::report(&done));
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        for expected in ["created ConfigMap/argocd/argocd-cm", "created Application/argocd/tfrs-prod-sh", "created Application/argocd/prod-sh-sealed-secrets-controller-chart"] {
+            assert!(stderr.contains(expected), "`{expected}`: {stderr}");
+        }
+        let configmaps = api_for(&client, &ObjectId::new("v1", "ConfigMap", Some("argocd"), "argocd-cm")).await.expect("configmaps");
+        let health = serde_json::to_value(configmaps.get("argocd-cm").await.expect("argocd-cm")).expect("json");
+        assert!(health["data"]["resource.customizations.health.argoproj.io_Application"].as_str().is_some_and(|lua| lua.contains("obj.status.health")));
+        stop.store(true, Ordering::Relaxed);
+        helper.await.expect("helper");
+    });
+}

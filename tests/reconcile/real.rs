@@ -50,7 +50,14 @@ pub(super) async fn controllers(client: kube::Client, references: Vec<ObjectId>,
                 }
             }
             let patch = json!({"status": ready_status(&live)});
-            if let Err(error) = api.patch_status(&reference.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            // NB: Argo CD's Application CRD has no status subresource: its controller writes
+            // `status` with the object.
+            let written = if reference.kind == "Application" {
+                api.patch(&reference.name, &PatchParams::default(), &Patch::Merge(&patch)).await
+            } else {
+                api.patch_status(&reference.name, &PatchParams::default(), &Patch::Merge(&patch)).await
+            };
+            if let Err(error) = written {
                 eprintln!("status helper: `{reference}`: {error}");
             }
         }
