@@ -1,6 +1,6 @@
 //! The cluster guard: which cluster a kubeconfig context reaches, recorded on the cluster.
 //!
-//! `tfrs reconcile --adopt` writes the ConfigMap `kube-system/tfrs` with the name of the cluster the tree
+//! `tfrs bootstrap` (or `tfrs reconcile --adopt`) writes the ConfigMap `kube-system/tfrs` with the name of the cluster the tree
 //! was rendered for and the UID of the `kube-system` Namespace. The UID is made by the API server
 //! when the cluster is created and never changes, so a ConfigMap copied onto another cluster
 //! (a backup restored elsewhere, a manifest applied by hand) is told apart from the original.
