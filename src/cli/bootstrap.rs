@@ -59,6 +59,9 @@ pub fn run(args: &BootstrapArgs, stdout: &mut dyn Write) -> anyhow::Result<Statu
                 ProgressFormat::Human => writeln!(stdout, "{line}")?,
                 ProgressFormat::Json => eprintln!("{line}"),
             }
+            for note in &report.notes {
+                eprintln!("note: {note}");
+            }
             Ok(Status::Success)
         }
         Err(error) if error.is_refusal() => Err(anyhow::Error::new(error)),

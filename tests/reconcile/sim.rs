@@ -235,9 +235,13 @@ fn query_map(query: &str) -> BTreeMap<String, String> {
 
 fn labels_match(object: &Value, selector: &str) -> bool {
     selector.split(',').filter(|s| !s.is_empty()).all(|term| {
+        let label = |key: &str| object.pointer("/metadata/labels").and_then(|l| l.get(key)).and_then(Value::as_str);
+        // `key!=value` matches objects without the label too, as the API server's selectors do.
+        if let Some((key, value)) = term.split_once("!=") {
+            return label(key) != Some(value);
+        }
         let (key, value) = term.split_once('=').unwrap_or((term, ""));
-        let value = value.trim_start_matches('=');
-        object.pointer("/metadata/labels").and_then(|l| l.get(key)).and_then(Value::as_str) == Some(value)
+        label(key) == Some(value.trim_start_matches('='))
     })
 }
 

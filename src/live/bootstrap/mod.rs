@@ -130,6 +130,8 @@ pub struct Report {
     pub changes: [usize; 3],
     /// The Kubernetes version the API server reported.
     pub version: String,
+    /// What the user has to do by hand (e.g. restart a controller that was already running).
+    pub notes: Vec<String>,
 }
 
 impl Report {
@@ -313,9 +315,21 @@ impl Run<'_> {
             }
             Sealing::SopsAge { identity } => objects::sops_age(&cluster, identity),
         };
+        let created_before = self.report.changes[Change::Created as usize];
         self.apply(1, &key).await?;
         drop(key);
-        self.components(1, &["cluster/sealed-secrets"]).await
+        let key_created = self.report.changes[Change::Created as usize] > created_before;
+        let installs = self.rollout.plan.components.iter().any(|c| c.id == "cluster/sealed-secrets");
+        let before = self.report.changes[Change::Created as usize];
+        self.components(1, &["cluster/sealed-secrets"]).await?;
+        let controller_new = self.report.changes[Change::Created as usize] > before;
+        if let (true, false, Sealing::SealedSecrets { namespace, .. }) = (key_created, installs && controller_new, &self.settings.sealing) {
+            // NB: the controller reads its keys when it starts (unless `--watch-for-secrets`).
+            self.report.notes.push(format!(
+                "a sealed-secrets controller that was already running in `{namespace}` loads the new key only when it restarts: `kubectl -n {namespace} rollout restart deployment` of the controller"
+            ));
+        }
+        Ok(())
     }
 
     /// Applies the objects of the plan's components `ids` (those it has), then waits for them.
