@@ -142,7 +142,7 @@ impl Server {
                 .arg("--service-account-issuer=https://kubernetes.default.svc")
                 .arg(format!("--service-account-key-file={}", key.display()))
                 .arg(format!("--service-account-signing-key-file={}", key.display()))
-                .args(["--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none"]),
+                .args(["--service-cluster-ip-range=10.0.0.0/16", "--endpoint-reconciler-type=none"]),
             &dir.path().join("apiserver.log"),
         );
         processes.0.push(server);
