@@ -24,7 +24,6 @@
 //! checkout; without them it says so and exits 0.
 
 #[path = "../tests/common/apiserver.rs"]
-#[allow(dead_code)]
 mod apiserver;
 #[path = "../tests/common/mod.rs"]
 #[allow(dead_code)]
