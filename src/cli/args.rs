@@ -235,6 +235,10 @@ pub struct DiffArgs {
     /// With `--live`: the cluster to reach.
     #[command(flatten)]
     pub connection: Connection,
+    /// With `--live`: an age identity file to decrypt the tree's SOPS Secrets (the `sops-age`
+    /// backend) before the dry run; their values are compared, never shown.
+    #[arg(long, value_name = "KEY", requires = "live")]
+    pub age_identity: Option<PathBuf>,
     /// Output format: `text` for people (coloured as `--color` says), `markdown` for a
     /// pull-request comment, `json` for tools (see docs/git.md).
     #[arg(long, value_enum, default_value = "text")]

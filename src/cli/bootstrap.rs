@@ -59,9 +59,6 @@ pub fn run(args: &BootstrapArgs, stdout: &mut dyn Write) -> anyhow::Result<Statu
                 ProgressFormat::Human => writeln!(stdout, "{line}")?,
                 ProgressFormat::Json => eprintln!("{line}"),
             }
-            for note in &report.notes {
-                eprintln!("note: {note}");
-            }
             Ok(Status::Success)
         }
         Err(error) if error.is_refusal() => Err(anyhow::Error::new(error)),
@@ -195,6 +192,10 @@ fn print_event(format: ProgressFormat, event: &Event) {
                 PhaseStatus::Done => eprintln!("{head}: done ({detail})"),
                 PhaseStatus::Failed => eprintln!("{head}: failed: {detail}"),
             }
+        }
+        (ProgressFormat::Human, Event::Note { text, .. }) => eprintln!("      note: {text}"),
+        (ProgressFormat::Json, Event::Note { index, text }) => {
+            json_line(&serde_json::json!({"event": "note", "phase": index + 1, "text": text}))
         }
         (ProgressFormat::Human, Event::Object { object, change, .. }) => eprintln!("      {} {object}", change_word(*change)),
         (ProgressFormat::Json, Event::Phase { index, status, detail }) => {

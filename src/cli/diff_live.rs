@@ -28,13 +28,19 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     let ([] | [_]) = settings.clusters.as_slice() else {
         anyhow::bail!("`--live` compares one cluster: pass one `--cluster`");
     };
+    let identity = match &args.age_identity {
+        Some(path) => Some(zeroize::Zeroizing::new(
+            std::fs::read_to_string(path).with_context(|| format!("cannot read age identity `{}`", path.display()))?,
+        )),
+        None => None,
+    };
     let rollout = super::reconcile::rendered(
         &spec,
         &bundle,
         settings.templates.as_deref(),
         settings.master_key_file.as_deref(),
         settings.clusters.first().map(String::as_str),
-        None,
+        identity.as_deref().map(String::as_str),
     )?;
     let Some(rollout) = rollout else { return Ok(Status::Error) };
     let cluster = rollout.plan.cluster.clone();
@@ -61,6 +67,14 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     )];
     let report = Report { reference: &reference, found, review, causes, version: None, notes };
     super::diff::write_report(&report, args, None, colour, stdout)?;
+    let failures = outcome.failures();
+    problems(&drift, &failures)?;
+    let drifted = !report.found.is_empty() || !drift.refused.is_empty() || !failures.is_empty();
+    Ok(if drifted { Status::Failure } else { Status::Success })
+}
+
+/// The refused dry runs, the fields another manager owns and the unready components, on stderr.
+fn problems(drift: &crate::live::drift::Drift, failures: &[&crate::reconcile::Failure]) -> std::io::Result<()> {
     let mut stderr = std::io::stderr().lock();
     for refused in &drift.refused {
         writeln!(stderr, "refused: {refused}")?;
@@ -68,10 +82,8 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     for conflict in &drift.conflicts {
         writeln!(stderr, "owned by another manager: {conflict}")?;
     }
-    let failures = outcome.failures();
-    for failure in &failures {
+    for failure in failures {
         writeln!(stderr, "not ready: {failure}")?;
     }
-    let drifted = !report.found.is_empty() || !drift.refused.is_empty() || !failures.is_empty();
-    Ok(if drifted { Status::Failure } else { Status::Success })
+    Ok(())
 }

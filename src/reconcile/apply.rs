@@ -232,7 +232,8 @@ impl Target {
         list.items.into_iter().map(|item| serde_json::to_value(item).map_err(|e| Cause::Other(e.to_string()))).collect()
     }
 
-    /// Lists every object, in every listable and deletable kind, that matches `selector`.
+    /// Lists every object, in every listable and deletable kind, that matches `selector` and has
+    /// no owner (what a controller makes for an owner copies its labels but is not ours).
     ///
     /// # Errors
     ///
@@ -248,7 +249,9 @@ impl Target {
                 let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
                 let params = ListParams::default().labels(selector);
                 let list = retry(deadline, ATTEMPTS, || api.list(&params)).await?;
-                for mut item in list.items {
+                // NB: an object made by a controller for an owner (the Secret a SealedSecret
+                // unseals, a Service's EndpointSlices) copies its owner's labels but is not ours.
+                for mut item in list.items.into_iter().filter(|i| i.metadata.owner_references.as_ref().is_none_or(Vec::is_empty)) {
                     item.types = Some(kube::core::TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() });
                     found.push(serde_json::to_value(item).map_err(|e| Cause::Other(e.to_string()))?);
                 }

@@ -300,6 +300,18 @@ pub fn other_engines(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs
         let again = output(bootstrap_command(tfrs, &kubeconfig, &laptop_args, &[])).await;
         assert!(String::from_utf8_lossy(&again.stdout).starts_with("cluster `laptop` is bootstrapped already: nothing changed"), "{}", common::report(&again));
 
+        // `diff --live` of a SOPS tree decrypts with the identity: the pull Secret bootstrap
+        // applied is no drift; the components nobody applied yet are `added`.
+        let mut diff = Command::new(tfrs);
+        diff.current_dir(common::root()).args(["diff", "fixtures/render-sops-docker-desktop", "--live", "--format", "json"]);
+        diff.args(["--age-identity", "fixtures/demo/keys/age.txt", "--master-key-file", "fixtures/demo/keys/master.key", "--kubeconfig"]).arg(&kubeconfig);
+        let drift = output(diff).await;
+        assert_eq!(drift.status.code(), Some(1), "{}", common::report(&drift));
+        let report: Value = serde_json::from_slice(&drift.stdout).expect("a JSON report");
+        let objects = report["objects"].as_array().expect("objects");
+        assert!(objects.iter().all(|o| o["component"] != "cluster/image-registry"), "the applied pull Secret drifted: {report}");
+        assert!(objects.iter().any(|o| o["change"] == "added"), "{report}");
+
         // Another cluster on this API server: only after its identity is gone (a test shortcut).
         let identity = api_for(&client, &ObjectId::new("v1", "ConfigMap", Some("kube-system"), "tfrs")).await.expect("configmaps");
         identity.delete("tfrs", &Default::default()).await.expect("delete the identity");

@@ -190,6 +190,13 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
             "app.kubernetes.io/managed-by": "tfrs", "tfrs.turingfocus.cn/cluster": "demo", "app.kubernetes.io/component": "gitops"}}});
         let configmaps = api_for(&client, &ObjectId::of(&entry)).await.expect("configmaps");
         configmaps.patch("argocd-cm", &PatchParams::apply("argocd"), &Patch::Apply(&entry)).await.expect("entry point");
+        // What a controller made for an owner, with the owner's labels (the Secret a
+        // SealedSecret unseals): not ours, never pruned.
+        let owner = configmaps.get("argocd-cm").await.expect("argocd-cm");
+        let unsealed = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "unsealed", "namespace": "flux-system",
+            "labels": {"app.kubernetes.io/managed-by": "tfrs", "tfrs.turingfocus.cn/cluster": "demo"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "argocd-cm", "uid": owner.metadata.uid.clone().expect("uid")}]}});
+        configmaps.patch("unsealed", &PatchParams::apply("sealed-secrets-controller"), &Patch::Apply(&unsealed)).await.expect("owned object");
         let stop = Arc::new(AtomicBool::new(false));
         let helper = tokio::spawn(controllers(client.clone(), references.clone(), stop.clone()));
         let (tfrs, cluster, kubeconfig) = (tfrs.to_path_buf(), pruned_out.join("clusters/demo"), kubeconfig.clone());
@@ -215,6 +222,7 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
             assert_eq!(exists, !was_removed, "`{}` {}", reference, if exists { "survived the prune" } else { "was pruned but is still rendered" });
         }
         assert!(configmaps.get_opt("argocd-cm").await.expect("get").is_some(), "prune deleted a GitOps entry point");
+        assert!(configmaps.get_opt("unsealed").await.expect("get").is_some(), "prune deleted an object a controller made for an owner");
     });
 }
 

@@ -74,6 +74,13 @@ pub enum Event {
         /// A short detail (what changed, or why it failed).
         detail: String,
     },
+    /// Something the user has to know or do by hand.
+    Note {
+        /// The phase.
+        index: usize,
+        /// What to know.
+        text: String,
+    },
     /// An object was applied.
     Object {
         /// The phase.
@@ -130,8 +137,6 @@ pub struct Report {
     pub changes: [usize; 3],
     /// The Kubernetes version the API server reported.
     pub version: String,
-    /// What the user has to do by hand (e.g. restart a controller that was already running).
-    pub notes: Vec<String>,
 }
 
 impl Report {
@@ -320,15 +325,15 @@ impl Run<'_> {
         drop(key);
         let key_created = self.report.changes[Change::Created as usize] > created_before;
         let installs = self.rollout.plan.components.iter().any(|c| c.id == "cluster/sealed-secrets");
-        let before = self.report.changes[Change::Created as usize];
-        self.components(1, &["cluster/sealed-secrets"]).await?;
-        let controller_new = self.report.changes[Change::Created as usize] > before;
-        if let (true, false, Sealing::SealedSecrets { namespace, .. }) = (key_created, installs && controller_new, &self.settings.sealing) {
-            // NB: the controller reads its keys when it starts (unless `--watch-for-secrets`).
-            self.report.notes.push(format!(
-                "a sealed-secrets controller that was already running in `{namespace}` loads the new key only when it restarts: `kubectl -n {namespace} rollout restart deployment` of the controller"
-            ));
+        if let (true, false, Sealing::SealedSecrets { namespace, .. }) = (key_created, installs, &self.settings.sealing) {
+            // NB: the tree's controller watches for key Secrets; one installed another way may
+            // read its keys only when it starts (without `--watch-for-secrets`).
+            let text = format!(
+                "the tree does not install the sealed-secrets controller: if one already runs in `{namespace}` without `--watch-for-secrets`, restart it to load the new key (`kubectl -n {namespace} rollout restart deployment/<controller>`)"
+            );
+            (self.progress)(&Event::Note { index: 1, text });
         }
+        self.components(1, &["cluster/sealed-secrets"]).await?;
         Ok(())
     }
 

@@ -138,7 +138,12 @@ pub fn argocd_root(cluster: &str, source: &Source) -> Value {
             "project": "default",
             "source": {"repoURL": source.url, "targetRevision": source.revision, "path": crate::layout::cluster_dir(cluster)},
             "destination": {"server": "https://kubernetes.default.svc", "namespace": ARGOCD_NAMESPACE},
-            "syncPolicy": {"automated": {"prune": true, "selfHeal": true}},
+            // NB: an automated sync does not retry a failed sync of the same revision by
+            // itself; the components' Applications retry the same way.
+            "syncPolicy": {
+                "automated": {"prune": true, "selfHeal": true},
+                "retry": {"limit": -1, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}},
+            },
         },
     })
 }
