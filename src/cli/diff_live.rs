@@ -6,7 +6,6 @@ use super::args::DiffArgs;
 use super::diff_report::Report;
 use super::{Colour, Status};
 use crate::reconcile::apply::Target;
-use crate::reconcile::{self, Mode, Options};
 use crate::tree::cause::Causes;
 use crate::tree::diff::diff;
 use anyhow::Context as _;
@@ -48,15 +47,12 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     crate::source::inputs::system_rng().fill_bytes(&mut key);
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("cannot start the async runtime")?;
-    let (drift, outcome) = runtime.block_on(async {
+    let drift = runtime.block_on(async {
         let client = super::kube::client(&args.connection).await?;
         let target = Target::new(client);
         super::kube::guard(&target, &cluster, false).await?;
         let deadline = Instant::now() + Duration::from_secs(600);
-        let drift = crate::live::drift::compare(&target, &rollout, &key, CONCURRENCY, deadline).await.context("cannot read the cluster")?;
-        let options = Options { concurrency: CONCURRENCY, timeout: Some(Duration::ZERO), mode: Mode::VerifyOnly, ..Options::default() };
-        let outcome = reconcile::reconcile(&target, &rollout, &options, &|_| {}).await?;
-        anyhow::Ok((drift, outcome))
+        crate::live::drift::compare(&target, &rollout, &key, CONCURRENCY, deadline).await.context("cannot read the cluster")
     })?;
     let found = diff(&drift.live, &drift.applied);
     let review = crate::tree::review::review(&drift.live, &drift.applied, &found);
@@ -67,14 +63,13 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
     )];
     let report = Report { reference: &reference, found, review, causes, version: None, notes };
     super::diff::write_report(&report, args, None, colour, stdout)?;
-    let failures = outcome.failures();
-    problems(&drift, &failures)?;
-    let drifted = !report.found.is_empty() || !drift.refused.is_empty() || !failures.is_empty();
+    problems(&drift)?;
+    let drifted = !report.found.is_empty() || !drift.refused.is_empty() || !drift.unready.is_empty();
     Ok(if drifted { Status::Failure } else { Status::Success })
 }
 
 /// The refused dry runs, the fields another manager owns and the unready components, on stderr.
-fn problems(drift: &crate::live::drift::Drift, failures: &[&crate::reconcile::Failure]) -> std::io::Result<()> {
+fn problems(drift: &crate::live::drift::Drift) -> std::io::Result<()> {
     let mut stderr = std::io::stderr().lock();
     for refused in &drift.refused {
         writeln!(stderr, "refused: {refused}")?;
@@ -82,7 +77,7 @@ fn problems(drift: &crate::live::drift::Drift, failures: &[&crate::reconcile::Fa
     for conflict in &drift.conflicts {
         writeln!(stderr, "owned by another manager: {conflict}")?;
     }
-    for failure in failures {
+    for failure in &drift.unready {
         writeln!(stderr, "not ready: {failure}")?;
     }
     Ok(())

@@ -1,8 +1,9 @@
 //! `tfrs diff --live`: what applying the tree would change on the cluster, as two trees of files
 //! that the Git diff compares (so the format, the masking and the review are the same).
 //!
-//! For every object of the plan, the live object is read and the object is applied with
-//! `dryRun=All` (server-side, field manager `tfrs`, no force). The server's answer is what the
+//! Every object labelled as ours for the cluster is listed, one list per kind; an object of the
+//! plan that the lists do not hold in the plan's version is read on its own. Every object of the
+//! plan is then applied with `dryRun=All` (server-side, field manager `tfrs`, no force). The server's answer is what the
 //! object would become: our fields set, every other manager's fields and the server's defaults
 //! kept. Comparing it with the live object therefore shows only what we would change: status,
 //! defaults and fields another manager owns are not drift. `metadata` fields the server keeps
@@ -20,15 +21,16 @@
 use super::bootstrap::objects::reuse_sealed;
 use crate::manifest::to_yaml;
 use crate::object::ObjectId;
-use crate::reconcile::apply::{Cause, Target};
+use crate::reconcile::apply::{Cause, Target, has_owner};
 use crate::reconcile::prune::owned_selector;
 use crate::reconcile::rollout::{Rollout, strip};
+use crate::reconcile::{Failure, readiness_once};
 use crate::tree::Files;
 use futures::StreamExt as _;
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
 use sha2::Sha256;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use tokio::time::Instant;
 
 /// The component directory of objects only the cluster has.
@@ -47,6 +49,8 @@ pub struct Drift {
     /// Objects with fields we set that another field manager now owns (shown in the diff as
     /// what a forced apply would change), with the server's words.
     pub conflicts: Vec<String>,
+    /// The components not ready, from the live objects read ([`readiness_once`]).
+    pub unready: Vec<Failure>,
 }
 
 /// Compares the plan of `rollout` with the cluster, `concurrency` objects at a time; `secret_key`
@@ -64,23 +68,27 @@ pub async fn compare(
 ) -> Result<Drift, Cause> {
     let cluster = &rollout.plan.cluster;
     let prefix = crate::layout::cluster_dir(cluster);
-    let work: Vec<(String, &Value)> = rollout
-        .plan
-        .components
-        .iter()
-        .zip(&rollout.objects)
-        .flat_map(|(component, objects)| {
-            component.objects.iter().zip(objects).map(|(entry, object)| (format!("{prefix}/{}", entry.file), object))
-        })
-        .collect();
-    let compared: Vec<Result<(String, One), Cause>> = futures::stream::iter(work)
-        .map(|(path, object)| async move { Ok((path, one(target, object, deadline).await?)) })
+    let labelled = target.list_labelled(&owned_selector(cluster), deadline).await?;
+    let mut listed: HashMap<String, &Value> = labelled.iter().map(|o| (ObjectId::of(o).server_key(), o)).collect();
+    let mut work = Vec::new();
+    for (c, (component, objects)) in rollout.plan.components.iter().zip(&rollout.objects).enumerate() {
+        for (o, (entry, object)) in component.objects.iter().zip(objects).enumerate() {
+            let reference = ObjectId::of(object);
+            // NB: a list answers in the kind's preferred version; another version is read.
+            let live = listed.remove(&reference.server_key()).filter(|l| ObjectId::of(l).api_version == reference.api_version);
+            work.push(((c, o), format!("{prefix}/{}", entry.file), object, live.cloned()));
+        }
+    }
+    let compared: Vec<Result<Compared, Cause>> = futures::stream::iter(work)
+        .map(|(at, path, object, live)| async move { Ok((at, path, one(target, object, live, deadline).await?)) })
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
     let mut drift = Drift::default();
+    let mut lives: Vec<Vec<Option<Value>>> = rollout.objects.iter().map(|o| vec![None; o.len()]).collect();
     for result in compared {
-        let (path, One { live, applied, conflict }) = result?;
+        let ((c, o), path, One { live, applied, conflict }) = result?;
+        lives[c][o].clone_from(&live);
         drift.conflicts.extend(conflict);
         let live = live.map(|mut live| {
             tidy(&mut live, secret_key);
@@ -103,23 +111,25 @@ pub async fn compare(
             drift.live.insert(path, yaml(&live));
         }
     }
-    cluster_only(target, rollout, secret_key, deadline, &mut drift.live).await?;
+    let lives: Vec<Vec<Option<&Value>>> = lives.iter().map(|c| c.iter().map(Option::as_ref).collect()).collect();
+    drift.unready = readiness_once(rollout, &lives).map_err(|e| Cause::Other(e.to_string()))?;
+    cluster_only(rollout, &labelled, secret_key, &mut drift.live);
     drift.refused.sort();
     drift.conflicts.sort();
     Ok(drift)
 }
 
-/// Adds the objects labelled as ours for this cluster that the plan does not have, on the live
-/// side only.
-async fn cluster_only(target: &Target, rollout: &Rollout, secret_key: &[u8; 32], deadline: Instant, live: &mut Files) -> Result<(), Cause> {
-    let cluster = &rollout.plan.cluster;
-    let prefix = crate::layout::cluster_dir(cluster);
+/// Adds the objects labelled as ours for this cluster (`labelled`) that the plan does not have,
+/// on the live side only; what a controller made for an owner is not ours.
+fn cluster_only(rollout: &Rollout, labelled: &[Value], secret_key: &[u8; 32], live: &mut Files) {
+    let prefix = crate::layout::cluster_dir(&rollout.plan.cluster);
     let keep: BTreeSet<String> = rollout.objects.iter().flatten().map(|o| ObjectId::of(o).server_key()).collect();
-    for mut object in target.list_labelled(&owned_selector(cluster), deadline).await? {
-        let reference = ObjectId::of(&object);
+    for object in labelled.iter().filter(|o| !has_owner(o)) {
+        let reference = ObjectId::of(object);
         if keep.contains(&reference.server_key()) {
             continue;
         }
+        let mut object = object.clone();
         tidy(&mut object, secret_key);
         let file = format!(
             "{}-{}{}.yaml",
@@ -129,8 +139,10 @@ async fn cluster_only(target: &Target, rollout: &Rollout, secret_key: &[u8; 32],
         );
         live.insert(format!("{prefix}/{CLUSTER_ONLY}/{file}"), yaml(&object));
     }
-    Ok(())
 }
+
+/// One object's comparison, with its place in the plan (component, object) and its path.
+type Compared = ((usize, usize), String, One);
 
 /// What one object's comparison found: the live object, what the apply would make of it (or
 /// why the server refused), and a note on fields another manager owns.
@@ -140,13 +152,16 @@ struct One {
     conflict: Option<String>,
 }
 
-/// Reads one object and dry-runs its apply. A refusal because the object's namespace or kind
+/// Reads one object (unless a list gave it: `listed`) and dry-runs its apply. A refusal because the object's namespace or kind
 /// does not exist yet (the plan creates them first) means it would be created as rendered. A
 /// conflict (a field we set that another manager took over, as `kubectl edit` does) is dry-run
 /// again with force, so that the diff names the field, and noted.
-async fn one(target: &Target, object: &Value, deadline: Instant) -> Result<One, Cause> {
+async fn one(target: &Target, object: &Value, listed: Option<Value>, deadline: Instant) -> Result<One, Cause> {
     let reference = ObjectId::of(object);
-    let live = target.get(&reference, deadline).await?;
+    let live = match listed {
+        Some(live) => Some(live),
+        None => target.get(&reference, deadline).await?,
+    };
     let mut desired = object.clone();
     if let Some(live) = &live {
         reuse_sealed(&mut desired, live);

@@ -121,10 +121,21 @@ impl Target {
         Ok(info.git_version)
     }
 
-    async fn resource(&self, api_version: &str, kind: &str, deadline: Instant) -> Result<(ApiResource, bool), Cause> {
+    /// The client.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// A kind found by an earlier request (and whether it is namespaced), without asking the
+    /// server.
+    pub(crate) fn known_resource(&self, api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
         let key = (api_version.to_owned(), kind.to_owned());
-        if let Some(found) = self.kinds.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key) {
-            return Ok(found.clone());
+        self.kinds.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned()
+    }
+
+    async fn resource(&self, api_version: &str, kind: &str, deadline: Instant) -> Result<(ApiResource, bool), Cause> {
+        if let Some(found) = self.known_resource(api_version, kind) {
+            return Ok(found);
         }
         let group = group_of(api_version);
         let version = api_version.rsplit('/').next().unwrap_or(api_version);
@@ -142,6 +153,7 @@ impl Target {
         })
         .await?;
         let entry = (found.0, found.1.scope == Scope::Namespaced);
+        let key = (api_version.to_owned(), kind.to_owned());
         self.kinds.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, entry.clone());
         Ok(entry)
     }
@@ -232,8 +244,9 @@ impl Target {
         list.items.into_iter().map(|item| serde_json::to_value(item).map_err(|e| Cause::Other(e.to_string()))).collect()
     }
 
-    /// Lists every object, in every listable and deletable kind, that matches `selector` and has
-    /// no owner (what a controller makes for an owner copies its labels but is not ours).
+    /// Lists every object, in every listable and deletable kind, that matches `selector`, in the
+    /// kind's preferred version. What a controller makes for an owner copies the owner's labels
+    /// but is not ours: callers that act on the list skip them ([`has_owner`]).
     ///
     /// # Errors
     ///
@@ -249,9 +262,7 @@ impl Target {
                 let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
                 let params = ListParams::default().labels(selector);
                 let list = retry(deadline, ATTEMPTS, || api.list(&params)).await?;
-                // NB: an object made by a controller for an owner (the Secret a SealedSecret
-                // unseals, a Service's EndpointSlices) copies its owner's labels but is not ours.
-                for mut item in list.items.into_iter().filter(|i| i.metadata.owner_references.as_ref().is_none_or(Vec::is_empty)) {
+                for mut item in list.items {
                     item.types = Some(kube::core::TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() });
                     found.push(serde_json::to_value(item).map_err(|e| Cause::Other(e.to_string()))?);
                 }
@@ -276,6 +287,13 @@ impl Target {
     }
 }
 
+/// Whether a controller made `object` for an owner (the Secret a SealedSecret unseals, a
+/// Service's EndpointSlices): it copies its owner's labels, but it is not ours.
+#[must_use]
+pub fn has_owner(object: &Value) -> bool {
+    object.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|o| !o.is_empty())
+}
+
 /// An object without what every write changes (resourceVersion, managedFields, status).
 fn comparable(object: &Value) -> Value {
     let mut object = object.clone();
@@ -298,7 +316,8 @@ impl From<kube::Error> for Retried {
 /// Runs `operation` until it succeeds, fails for good, `attempts` are spent or `deadline`
 /// passes. Transient errors (429, 5xx, connection) are retried with exponential backoff from
 /// 100 ms up to 5 s (kube does not hand over a 429's `Retry-After`, so the backoff stands in); each
-/// attempt is cut off after [`REQUEST_TIMEOUT`] (or at the deadline).
+/// attempt is cut off after [`REQUEST_TIMEOUT`] (or at the deadline). Inside a rollout each
+/// attempt holds a request slot while it runs, never while it backs off.
 async fn retry<T, E, F, Fut>(deadline: Instant, attempts: u32, mut operation: F) -> Result<T, Cause>
 where
     E: Into<Retried>,
@@ -308,8 +327,13 @@ where
     let mut delay = Duration::from_millis(100);
     let mut attempt = 1;
     loop {
+        // NB: inside a rollout, each attempt waits for a request slot (`limit`); the time it
+        // waits is not the request's, so the cut-off starts once it has one.
+        let slot = super::limit::slot().await;
         let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
-        let cause = match tokio::time::timeout(REQUEST_TIMEOUT.min(left), operation()).await {
+        let answer = tokio::time::timeout(REQUEST_TIMEOUT.min(left), operation()).await;
+        drop(slot);
+        let cause = match answer {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(error)) => match error.into() {
                 Retried::Kube(error) => Cause::from_kube(&error),

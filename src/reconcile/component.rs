@@ -1,17 +1,22 @@
 //! One component's run: apply its objects (CustomResourceDefinitions and Namespaces first, and
-//! awaited before the rest), then poll them until ready, failed for good, or past the deadline.
+//! awaited before the rest), then wait until they are ready, failed for good, or past the
+//! deadline. An object the apply's answer already shows ready is not waited on; the others are
+//! followed through the rollout's watches ([`Observer`]), or read when no watch can answer.
 
 use super::apply::{Cause, Change, Target};
 use super::dry_run::Context;
+use super::observe::{Observer, Seen, Since, Verdict};
 use super::wait::{self, Readiness};
 use super::{Failure, Mode, Options, Reason, Status, Unready, order};
 use crate::object::ObjectId;
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
-/// An object's last readiness verdict and its conditions (`Type=Status (Reason): message`).
-type Verdict = (Readiness, Vec<String>);
+/// The verdict of an object no one has looked at yet.
+const NOT_CHECKED: &str = "not checked yet";
 
 /// One component being rolled out: where, under which options, until when, reporting how.
 pub(super) struct Component<'a> {
@@ -19,6 +24,8 @@ pub(super) struct Component<'a> {
     pub(super) target: &'a Target,
     /// What the plan creates, for dry runs.
     pub(super) context: &'a Context,
+    /// The rollout's watches.
+    pub(super) observer: &'a Observer,
     /// The options of the whole rollout.
     pub(super) options: &'a Options,
     /// The component id.
@@ -36,12 +43,12 @@ impl Component<'_> {
     /// they are ready (not in a dry run). Returns the objects created, configured and unchanged.
     pub(super) async fn run(&self, objects: &[Value]) -> Result<[usize; 3], Failure> {
         let sorted = in_apply_order(objects);
-        let changes = match self.options.mode {
-            Mode::VerifyOnly => [0; 3],
+        let (changes, answers) = match self.options.mode {
+            Mode::VerifyOnly => ([0; 3], Vec::new()),
             Mode::DryRun => return self.dry_run(&sorted).await,
             Mode::Apply => self.apply_in_order(&sorted).await?,
         };
-        self.wait_ready(&sorted).await?;
+        self.wait_ready(&sorted, &answers).await?;
         Ok(changes)
     }
 
@@ -60,29 +67,32 @@ impl Component<'_> {
     }
 
     /// Applies the CustomResourceDefinitions and Namespaces, waits for them when other objects
-    /// follow, then applies the rest.
-    async fn apply_in_order(&self, sorted: &[&Value]) -> Result<[usize; 3], Failure> {
+    /// follow, then applies the rest. Returns the changes and the server's answers, in order.
+    async fn apply_in_order(&self, sorted: &[&Value]) -> Result<([usize; 3], Vec<Value>), Failure> {
         let split = sorted.iter().position(|o| rank(o) == 2);
         let (first, rest) = sorted.split_at(split.unwrap_or(sorted.len()));
         let mut changes = [0usize; 3];
-        self.apply(first, &mut changes).await?;
+        let mut answers = Vec::with_capacity(sorted.len());
+        self.apply(first, &mut changes, &mut answers).await?;
         if !first.is_empty() && !rest.is_empty() {
             (self.report)(Status::Waiting, "CustomResourceDefinitions and Namespaces".into());
-            self.wait_ready(first).await?;
+            self.wait_ready(first, &answers).await?;
         }
-        self.apply(rest, &mut changes).await?;
-        Ok(changes)
+        self.apply(rest, &mut changes, &mut answers).await?;
+        Ok((changes, answers))
     }
 
-    /// Applies `objects` in turn, counting each change; stops at the first refusal.
-    async fn apply(&self, objects: &[&Value], changes: &mut [usize; 3]) -> Result<(), Failure> {
+    /// Applies `objects` in turn, counting each change and keeping the server's answer; stops at
+    /// the first refusal.
+    async fn apply(&self, objects: &[&Value], changes: &mut [usize; 3], answers: &mut Vec<Value>) -> Result<(), Failure> {
         for object in objects {
-            let (_, change) = self
+            let (answer, change) = self
                 .target
                 .apply(object, self.options.force_conflicts, false, self.deadline)
                 .await
                 .map_err(|c| self.api_failure(object, c))?;
             changes[change as usize] += 1;
+            answers.push(answer);
         }
         Ok(())
     }
@@ -99,14 +109,22 @@ impl Component<'_> {
         Failure { component: self.id.to_owned(), reason: Reason::Api { object, cause }, unready: Vec::new() }
     }
 
-    /// Polls `objects` until all are ready, one fails for good, or the deadline passes.
-    async fn wait_ready(&self, objects: &[&Value]) -> Result<(), Failure> {
+    /// Waits until `objects` are all ready, one fails for good, or the deadline passes.
+    /// `answers` are the server's answers to applying them (empty when nothing was applied):
+    /// the first verdicts, and the versions a watched verdict must be at least as new as.
+    async fn wait_ready(&self, objects: &[&Value], answers: &[Value]) -> Result<(), Failure> {
         let references: Vec<ObjectId> = objects.iter().map(|o| ObjectId::of(o)).collect();
-        let mut last: Vec<Verdict> = vec![(Readiness::InProgress("not checked yet".into()), Vec::new()); objects.len()];
+        let (mut last, since): (Vec<Verdict>, Vec<Since>) = if answers.len() >= objects.len() {
+            answers.iter().map(|a| ((wait::readiness(a), wait::conditions(a)), Since::of(a))).unzip()
+        } else {
+            (0..objects.len()).map(|_| ((Readiness::InProgress(NOT_CHECKED.into()), Vec::new()), Since::any())).unzip()
+        };
+        let bell = Arc::new(Notify::new());
+        let mut followed = vec![false; objects.len()];
         let waiting_since = Instant::now();
         let mut shown = String::new();
         loop {
-            self.read_unready(&references, &mut last).await?;
+            let watched = self.read_unready(&references, &since, &mut last, &bell, &mut followed).await?;
             let failed = unready(&references, &last, true);
             if !failed.is_empty() {
                 return Err(Failure { component: self.id.to_owned(), reason: Reason::Terminal, unready: failed });
@@ -121,35 +139,66 @@ impl Component<'_> {
                 (self.report)(Status::Waiting, detail.clone());
                 shown = detail;
             }
-            let pause = pause(waiting_since, self.options.poll_interval);
+            // NB: when the watches answer for every object, a change rings the bell; the pause
+            // is only a safety net.
+            let pause = if watched { self.options.poll_interval } else { pause(waiting_since, self.options.poll_interval) };
             let left = self.deadline.saturating_duration_since(Instant::now());
-            tokio::time::sleep(pause.min(left)).await;
+            let _ = tokio::time::timeout(pause.min(left), bell.notified()).await;
         }
     }
 
-    /// Reads every object not ready yet, keeping its verdict and conditions in `last`.
-    async fn read_unready(&self, references: &[ObjectId], last: &mut [Verdict]) -> Result<(), Failure> {
+    /// Updates the verdict of every object not ready yet, from the watches where they answer,
+    /// else by reading it; returns whether the watches answered for all of them.
+    async fn read_unready(
+        &self,
+        references: &[ObjectId],
+        since: &[Since],
+        last: &mut [Verdict],
+        bell: &Arc<Notify>,
+        followed: &mut [bool],
+    ) -> Result<bool, Failure> {
+        let mut watched = true;
         for (i, reference) in references.iter().enumerate() {
             if last[i].0.is_ready() {
                 continue;
             }
-            match self.target.get(reference, self.deadline).await {
-                Ok(Some(live)) => last[i] = (wait::readiness(&live), wait::conditions(&live)),
-                Ok(None) => last[i] = (Readiness::InProgress("not found".into()), Vec::new()),
-                // NB: a read that keeps failing transiently (retries spent, or the deadline hit
-                // during a slow answer) is not the component's failure yet: the object keeps its
-                // last verdict, with the error, and the deadline decides.
-                Err(cause) if cause.is_transient() => {
-                    let conditions = std::mem::take(&mut last[i].1);
-                    last[i] = (Readiness::InProgress(format!("last read failed: {cause}")), conditions);
+            if !followed[i] {
+                followed[i] = self.observer.follow(self.target, reference, bell);
+            }
+            match self.observer.seen(reference, since[i]) {
+                Seen::Verdict(verdict) => last[i] = verdict,
+                // NB: the watch lags behind our own write; the apply's answer stays the verdict.
+                Seen::NotYet(reason) if last[i].0 == Readiness::InProgress(NOT_CHECKED.into()) => {
+                    last[i] = (Readiness::InProgress(reason), Vec::new());
                 }
-                Err(cause) => {
-                    return Err(Failure {
-                        component: self.id.to_owned(),
-                        reason: Reason::Api { object: reference.to_string(), cause },
-                        unready: Vec::new(),
-                    });
+                Seen::NotYet(_) => {}
+                Seen::Unwatched => {
+                    watched = false;
+                    self.read(reference, &mut last[i]).await?;
                 }
+            }
+        }
+        Ok(watched)
+    }
+
+    /// Reads one object, keeping its verdict and conditions in `last`.
+    async fn read(&self, reference: &ObjectId, last: &mut Verdict) -> Result<(), Failure> {
+        match self.target.get(reference, self.deadline).await {
+            Ok(Some(live)) => *last = (wait::readiness(&live), wait::conditions(&live)),
+            Ok(None) => *last = (Readiness::InProgress("not found".into()), Vec::new()),
+            // NB: a read that keeps failing transiently (retries spent, or the deadline hit during
+            // a slow answer) is not the component's failure yet: the object keeps its last
+            // verdict, with the error, and the deadline decides.
+            Err(cause) if cause.is_transient() => {
+                let conditions = std::mem::take(&mut last.1);
+                *last = (Readiness::InProgress(format!("last read failed: {cause}")), conditions);
+            }
+            Err(cause) => {
+                return Err(Failure {
+                    component: self.id.to_owned(),
+                    reason: Reason::Api { object: reference.to_string(), cause },
+                    unready: Vec::new(),
+                });
             }
         }
         Ok(())
@@ -172,7 +221,7 @@ fn rank(object: &Value) -> u8 {
 
 /// The objects that are not ready, with their last verdicts: only the failed ones when
 /// `only_failed`, else the failed and the in-progress ones.
-fn unready(references: &[ObjectId], last: &[Verdict], only_failed: bool) -> Vec<Unready> {
+pub(super) fn unready(references: &[ObjectId], last: &[Verdict], only_failed: bool) -> Vec<Unready> {
     references
         .iter()
         .zip(last)

@@ -1,10 +1,11 @@
 //! Rolls a rendered plan out to a cluster: server-side apply, readiness, dependency scheduling.
 //!
 //! [`reconcile`] starts each component as soon as every dependency is ready (never wave by
-//! wave), at most [`Options::concurrency`] at a time, the longest remaining chain first
-//! ([`order::Schedule`]). Inside a component, CustomResourceDefinitions and Namespaces are
-//! applied first and awaited, then the rest; then every object is polled until
-//! [`wait::readiness`] says ready, a terminal failure shows, or the component's timeout passes.
+//! wave); at most [`Options::concurrency`] requests are in flight, those of the component with
+//! the longest remaining chain first ([`order::Schedule`], `limit`). Inside a component,
+//! CustomResourceDefinitions and Namespaces are applied first and awaited, then the rest; then
+//! every object is followed until [`wait::readiness`] says ready, a terminal failure shows, or
+//! the component's timeout passes.
 //!
 //! # Guarantees
 //!
@@ -15,7 +16,8 @@
 //!
 //! # Caveats
 //!
-//! - Readiness is polled (GET), not watched.
+//! - Readiness comes from one watch per kind (`observe`); where a kind cannot be watched (no
+//!   list or watch permission cluster-wide, a server that serves no watches), it is polled.
 //! - Pruning deletes objects labelled `app.kubernetes.io/managed-by=tfrs` and
 //!   `tfrs.turingfocus.cn/cluster=<cluster>` that the plan no longer has, only after a rollout
 //!   in which every component became ready; never the GitOps entry points
@@ -28,6 +30,9 @@
 //! - `component`: one component's apply and readiness wait;
 //! - `dry_run`: which dry-run refusals only mean the plan creates a kind or namespace first;
 //! - `prune`: deleting what the plan no longer has;
+//! - `limit`: the bound on requests in flight, served by priority;
+//! - `observe`: readiness from one watch per kind;
+//! - `once`: readiness checked once from objects already read;
 //! - `outcome`: progress events, results and failure reports;
 //! - `timeout`: component timeouts and the duration syntax of the command line;
 //! - [`apply`] (requests to the API server), [`order`] (the dependency graph), [`rollout`] (the
@@ -36,6 +41,9 @@
 pub mod apply;
 mod component;
 mod dry_run;
+mod limit;
+mod observe;
+mod once;
 pub mod order;
 mod outcome;
 pub mod prune;
@@ -44,6 +52,7 @@ mod scheduler;
 mod timeout;
 pub mod wait;
 
+pub use once::readiness_once;
 pub use outcome::{ComponentResult, Event, Failure, Outcome, Reason, Status, Unready};
 pub use timeout::{component_timeouts, default_timeout, format_duration, parse_duration};
 
@@ -97,7 +106,8 @@ pub enum Mode {
 /// Options of [`reconcile`].
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Components running at once (at least 1).
+    /// Requests to the API server in flight at once (at least 1); every component whose
+    /// dependencies are ready runs, and a waiting one holds none.
     pub concurrency: usize,
     /// The timeout of every component; `None` uses [`default_timeout`] per component.
     pub timeout: Option<Duration>,

@@ -87,7 +87,7 @@ impl Graph {
     }
 
     /// A topological order (dependencies first), or the cycle found.
-    fn topological(&self) -> Result<Vec<usize>, Error> {
+    pub(super) fn topological(&self) -> Result<Vec<usize>, Error> {
         // 0 = unvisited, 1 = on the stack, 2 = done.
         let mut state = vec![0u8; self.len()];
         let mut order = Vec::with_capacity(self.len());

@@ -1,6 +1,6 @@
 //! `--prune`: deleting the labelled objects the plan no longer has, after a fully ready rollout.
 
-use super::apply::Target;
+use super::apply::{Target, has_owner};
 use super::order;
 use super::rollout::Rollout;
 use super::{Options, Outcome};
@@ -30,7 +30,8 @@ pub(super) async fn prune(target: &Target, rollout: &Rollout, options: &Options,
             return;
         }
     };
-    let mut doomed: Vec<ObjectId> = live.iter().map(ObjectId::of).filter(|r| !keep.contains(&r.server_key())).collect();
+    let mut doomed: Vec<ObjectId> =
+        live.iter().filter(|o| !has_owner(o)).map(ObjectId::of).filter(|r| !keep.contains(&r.server_key())).collect();
     // NB: the reverse of the apply order: custom resources and workloads, then Namespaces,
     // then CustomResourceDefinitions, so nothing is deleted under an object still using it.
     doomed.sort_by_key(|r| std::cmp::Reverse(order::object_rank(&r.api_version, &r.kind)));

@@ -1,10 +1,12 @@
-//! The scheduling loop: starts each component once its dependencies are ready, at most
-//! [`Options::concurrency`] at a time, numbers the steps, reports progress and records each
-//! component's result (a failed one's dependents are skipped).
+//! The scheduling loop: starts each component once its dependencies are ready (every one that
+//! may start, at once: what is bounded is their requests, [`super::limit`]), numbers the steps,
+//! reports progress and records each component's result (a failed one's dependents are skipped).
 
 use super::apply::Target;
 use super::component::Component;
 use super::dry_run::Context;
+use super::limit::{Budget, Limiter};
+use super::observe::Observer;
 use super::order::{Graph, Schedule};
 use super::rollout::Rollout;
 use super::{ComponentResult, Event, Failure, Mode, Options, Status};
@@ -24,23 +26,25 @@ pub(super) async fn run(
     progress: &(dyn Fn(&Event) + Sync),
 ) -> Vec<Option<ComponentResult>> {
     let context = Context::new(rollout);
+    let observer = Observer::new();
+    let limiter = Limiter::new(options.concurrency);
     let mut scheduler = Scheduler::new(graph, options.mode, progress);
     let mut running = FuturesUnordered::new();
     loop {
-        while running.len() < options.concurrency.max(1) {
-            let Some((node, step)) = scheduler.start_next() else { break };
+        while let Some((node, step)) = scheduler.start_next() {
             let (component, objects, timeout, total) = (graph.ids[node].clone(), &rollout.objects[node], timeouts[node], scheduler.total);
-            let context = &context;
-            running.push(async move {
+            let (context, observer) = (&context, &observer);
+            let budget = Budget { limiter: limiter.clone(), priority: graph.chain[node] };
+            running.push(budget.scope(async move {
                 let begun = Instant::now();
                 let report = |status, detail: String| {
                     progress(&Event { step, total, component: component.clone(), status, elapsed: begun.elapsed(), detail });
                 };
                 let deadline = begun + timeout;
-                let run = Component { target, context, options, id: &component, deadline, timeout, report: &report };
+                let run = Component { target, context, observer, options, id: &component, deadline, timeout, report: &report };
                 let result = run.run(objects).await;
                 (node, begun.elapsed(), result)
-            });
+            }));
         }
         let Some((node, elapsed, result)) = running.next().await else { break };
         scheduler.finish(node, elapsed, result);

@@ -6,6 +6,7 @@ use super::sim::{created_namespace, has_controller, ready_status};
 use super::{apiserver, common, demo_rollout};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::json;
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -25,44 +26,78 @@ pub(super) async fn api_for(client: &kube::Client, reference: &ObjectId) -> Opti
 }
 
 /// The helper acting as every controller: writes a ready status for each object of the plan
-/// that has a controller, 300 ms after it first sees it.
+/// that has a controller, 300 ms after it first sees it. It lists each kind (never a GET), so the
+/// API server's count of GETs is reconcile's alone.
 pub(super) async fn controllers(client: kube::Client, references: Vec<ObjectId>, stop: Arc<AtomicBool>) {
-    let mut seen: std::collections::HashMap<String, Instant> = std::collections::HashMap::new();
+    let mut seen: HashMap<String, Instant> = HashMap::new();
+    let mut kinds: HashMap<(String, String), Vec<ObjectId>> = HashMap::new();
+    for reference in references {
+        kinds.entry((reference.api_version.clone(), reference.kind.clone())).or_default().push(reference);
+    }
     while !stop.load(Ordering::Relaxed) {
-        for reference in &references {
-            let Some(api) = api_for(&client, reference).await else { continue };
-            let Ok(Some(live)) = api.get_opt(&reference.name).await else { continue };
-            let live = serde_json::to_value(&live).expect("json");
-            let group = reference.api_version.rsplit_once('/').map_or("", |(g, _)| g);
-            if !has_controller(&live) || group == "apiextensions.k8s.io" || reference.kind == "Namespace" || readiness(&live).is_ready() {
-                continue;
-            }
-            let first = *seen.entry(reference.to_string()).or_insert_with(Instant::now);
-            if first.elapsed() < Duration::from_millis(300) {
-                continue;
-            }
-            if let Some(namespace) = created_namespace(&live) {
-                let namespaces: Api<DynamicObject> =
-                    Api::all_with(client.clone(), &kube::discovery::ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()));
-                let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
-                if let Err(error) = namespaces.patch(&namespace, &PatchParams::apply("helm-controller"), &Patch::Apply(&object)).await {
-                    eprintln!("status helper: namespace `{namespace}`: {error}");
+        for wanted in kinds.values() {
+            let Some(all) = api_for(&client, &ObjectId { namespace: None, ..wanted[0].clone() }).await else { continue };
+            let Ok(list) = all.list(&kube::api::ListParams::default()).await else { continue };
+            for item in list.items {
+                let mut live = serde_json::to_value(&item).expect("json");
+                live["apiVersion"] = json!(wanted[0].api_version);
+                live["kind"] = json!(wanted[0].kind);
+                let reference = ObjectId::of(&live);
+                if !wanted.contains(&reference) {
+                    continue;
                 }
-            }
-            let patch = json!({"status": ready_status(&live)});
-            // NB: Argo CD's Application CRD has no status subresource: its controller writes
-            // `status` with the object.
-            let written = if reference.kind == "Application" {
-                api.patch(&reference.name, &PatchParams::default(), &Patch::Merge(&patch)).await
-            } else {
-                api.patch_status(&reference.name, &PatchParams::default(), &Patch::Merge(&patch)).await
-            };
-            if let Err(error) = written {
-                eprintln!("status helper: `{reference}`: {error}");
+                let first = *seen.entry(reference.to_string()).or_insert_with(Instant::now);
+                if first.elapsed() >= Duration::from_millis(300) {
+                    make_ready(&client, &reference, &live).await;
+                }
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Writes a ready status for `live` when it has a controller and is not ready yet (and the
+/// namespace a HelmRelease would create).
+async fn make_ready(client: &kube::Client, reference: &ObjectId, live: &serde_json::Value) {
+    let group = reference.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    if !has_controller(live) || group == "apiextensions.k8s.io" || reference.kind == "Namespace" || readiness(live).is_ready() {
+        return;
+    }
+    let Some(api) = api_for(client, reference).await else { return };
+    if let Some(namespace) = created_namespace(live) {
+        let namespaces: Api<DynamicObject> =
+            Api::all_with(client.clone(), &kube::discovery::ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()));
+        let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+        if let Err(error) = namespaces.patch(&namespace, &PatchParams::apply("helm-controller"), &Patch::Apply(&object)).await {
+            eprintln!("status helper: namespace `{namespace}`: {error}");
+        }
+    }
+    let patch = json!({"status": ready_status(live)});
+    // NB: Argo CD's Application CRD has no status subresource: its controller writes `status`
+    // with the object.
+    let written = if reference.kind == "Application" {
+        api.patch(&reference.name, &PatchParams::default(), &Patch::Merge(&patch)).await
+    } else {
+        api.patch_status(&reference.name, &PatchParams::default(), &Patch::Merge(&patch)).await
+    };
+    if let Err(error) = written {
+        eprintln!("status helper: `{reference}`: {error}");
+    }
+}
+
+/// The API server's request counts by verb and resource (`apiserver_request_total`, summed over
+/// its other labels).
+async fn request_counts(client: &kube::Client) -> HashMap<(String, String), f64> {
+    let request = http::Request::get("/metrics").body(Vec::new()).expect("request");
+    let text = client.request_text(request).await.expect("/metrics");
+    let mut counts = HashMap::new();
+    for line in text.lines().filter(|l| l.starts_with("apiserver_request_total{")) {
+        let Some((labels, value)) = line.rsplit_once(' ') else { continue };
+        let label =
+            |name: &str| labels.split(&format!("{name}=\"")).nth(1).and_then(|r| r.split('"').next()).unwrap_or_default().to_owned();
+        *counts.entry((label("verb"), label("resource"))).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
+    }
+    counts
 }
 
 /// Rolls the demo out against a fresh apiserver, then verifies it.
@@ -121,10 +156,12 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
         let stop = Arc::new(AtomicBool::new(false));
         let helper = tokio::spawn(controllers(client.clone(), references.clone(), stop.clone()));
 
+        let before = request_counts(&client).await;
         let output = run(&["--progress", "json"]).await.expect("join");
         assert_eq!(output.status.code(), Some(0), "{}", common::report(&output));
         let events = String::from_utf8_lossy(&output.stdout).lines().filter(|l| l.contains("\"ready\"")).count();
         assert_eq!(events, rollout.plan.components.len(), "every component reported ready");
+        readiness_was_watched(&client, &before, &rollout).await;
         stop.store(true, Ordering::Relaxed);
         helper.await.expect("helper");
 
@@ -224,6 +261,31 @@ pub fn demo(apiserver_binary: &Path, etcd: &Path, upstream: &Path, tfrs: &Path) 
         assert!(configmaps.get_opt("argocd-cm").await.expect("get").is_some(), "prune deleted a GitOps entry point");
         assert!(configmaps.get_opt("unsealed").await.expect("get").is_some(), "prune deleted an object a controller made for an owner");
     });
+}
+
+/// Reconcile learnt readiness from watches: every kind whose objects a controller makes ready was
+/// watched, and its objects were read once each (the read before each apply), not polled.
+async fn readiness_was_watched(
+    client: &kube::Client,
+    before: &HashMap<(String, String), f64>,
+    rollout: &tfrs_gitops::reconcile::rollout::Rollout,
+) {
+    let after = request_counts(client).await;
+    let delta = |verb: &str, resource: &str| {
+        let key = (verb.to_owned(), resource.to_owned());
+        after.get(&key).copied().unwrap_or(0.0) - before.get(&key).copied().unwrap_or(0.0)
+    };
+    let mut controlled: HashMap<String, usize> = HashMap::new();
+    for object in rollout.objects.iter().flatten().filter(|o| has_controller(o) && o["kind"] != "CustomResourceDefinition") {
+        *controlled.entry(format!("{}s", object["kind"].as_str().unwrap_or_default().to_lowercase())).or_default() += 1;
+    }
+    for resource in ["deployments", "helmreleases", "clusters"] {
+        let applied = controlled.get(resource).copied().unwrap_or(0);
+        assert!(applied > 0, "the demo has {resource}");
+        assert!(delta("WATCH", resource) >= 1.0, "{resource} were not watched");
+        let gets = delta("GET", resource);
+        assert!(gets < 2.0 * applied as f64, "{gets} GETs of {applied} {resource}: readiness was polled, not watched");
+    }
 }
 
 /// `tfrs diff --live` of the demo, rolled out and ready.

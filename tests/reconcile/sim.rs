@@ -1,5 +1,5 @@
 //! A dev-only, in-process Kubernetes API simulator (the subset of the API `tfrs reconcile` uses):
-//! discovery, GET/LIST/DELETE, server-side apply with field ownership, conflicts and `force`,
+//! discovery, GET/LIST/DELETE (no watches: a watch is refused with 405), server-side apply with field ownership, conflicts and `force`,
 //! `dryRun`, the status subresource, generation and resourceVersion, CRD registration, fake
 //! controllers that move status over time, and fault injection (429, 500, dropped connections,
 //! delays).
@@ -431,6 +431,11 @@ impl State {
         let query = query_map(query);
         let namespace = namespace.unwrap_or("").to_owned();
         match (method, name) {
+            // NB: the simulator answers requests one at a time and serves no watches; reconcile
+            // then reads objects itself (what it does where a watch is not allowed).
+            ("GET", None) if query.get("watch").is_some_and(|w| w == "true" || w == "1") => {
+                failure(405, "MethodNotAllowed", "the simulator serves no watches".into(), json!({}))
+            }
             ("GET", None) => self.list(&kind, &namespace, &query),
             ("GET", Some(name)) => match self.objects.get(&(kind.group.clone(), kind.plural.clone(), namespace.clone(), name.to_owned())) {
                 Some(stored) => reply(200, &stored.object),
