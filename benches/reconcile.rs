@@ -87,9 +87,10 @@ fn stand_in_owns(object: &Value) -> bool {
         && text(object, "/kind") != "Namespace"
 }
 
-/// CPU seconds used so far by this process and by every running `kube-apiserver` and `etcd`
-/// (user + system, from `/proc`; clock ticks taken as 100 per second, Linux's value).
-fn cpu() -> [f64; 3] {
+/// CPU seconds used so far by this process, by every running `kube-apiserver` and `etcd`, and
+/// by the whole machine (user + system, from `/proc`; clock ticks taken as 100 per second,
+/// Linux's value).
+fn cpu() -> [f64; 4] {
     let ticks = |stat: &str| -> f64 {
         // NB: fields after the `(comm)`: state is the 1st, utime the 12th, stime the 13th.
         let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
@@ -98,7 +99,11 @@ fn cpu() -> [f64; 3] {
             + fields.get(12).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0))
             / 100.0
     };
-    let mut used = [ticks(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default()), 0.0, 0.0];
+    // NB: the machine's busy time: the first line of /proc/stat, all fields but idle and iowait.
+    let all = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<f64> = all.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    let busy = fields.iter().enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, v)| v).sum::<f64>() / 100.0;
+    let mut used = [ticks(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default()), 0.0, 0.0, busy];
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
         let slot = match comm.trim() {
@@ -112,13 +117,14 @@ fn cpu() -> [f64; 3] {
 }
 
 /// Prints the CPU used since `before` (from [`cpu`]).
-fn cpu_since(what: &str, before: [f64; 3]) {
+fn cpu_since(what: &str, before: [f64; 4]) {
     let now = cpu();
     println!(
-        "  CPU during {what}: this process (tfrs and the stand-in) {:.1} s, kube-apiserver {:.1} s, etcd {:.1} s",
+        "  CPU during {what}: this process (tfrs and the stand-in) {:.1} s, kube-apiserver {:.1} s, etcd {:.1} s, anything else on the machine {:.1} s",
         now[0] - before[0],
         now[1] - before[1],
-        now[2] - before[2]
+        now[2] - before[2],
+        (now[3] - before[3]) - (now[0] - before[0]) - (now[1] - before[1]) - (now[2] - before[2])
     );
 }
 

@@ -97,6 +97,18 @@ pub enum Change {
     Unchanged,
 }
 
+/// What is known of an object just before it is applied (from a watch), so that how the apply
+/// changed it can be told without reading it first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Before {
+    /// Nothing: read it first.
+    Unknown,
+    /// It does not exist.
+    Absent,
+    /// It exists, with this [`digest`].
+    Digest(u64),
+}
+
 /// A cluster reached through one kube client, with a discovery cache.
 pub struct Target {
     client: Client,
@@ -174,9 +186,33 @@ impl Target {
     ///
     /// The server's refusal, or the last transient error at the deadline or after retries.
     pub async fn apply(&self, object: &Value, force: bool, dry_run: bool, deadline: Instant) -> Result<(Value, Change), Cause> {
+        self.apply_after(object, force, dry_run, Before::Unknown, deadline).await
+    }
+
+    /// [`Target::apply`], told what the object was before (read first only when
+    /// [`Before::Unknown`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Target::apply`].
+    pub async fn apply_after(
+        &self,
+        object: &Value,
+        force: bool,
+        dry_run: bool,
+        before: Before,
+        deadline: Instant,
+    ) -> Result<(Value, Change), Cause> {
         let reference = ObjectId::of(object);
         let api = self.api(&reference, deadline).await?;
-        let before = retry(deadline, ATTEMPTS, || api.get_opt(&reference.name)).await?;
+        let before = match before {
+            Before::Unknown => match retry(deadline, ATTEMPTS, || api.get_opt(&reference.name)).await? {
+                Some(found) => Some(digest(&serde_json::to_value(found).map_err(|e| Cause::Other(e.to_string()))?)),
+                None => None,
+            },
+            Before::Absent => None,
+            Before::Digest(digest) => Some(digest),
+        };
         let mut params = PatchParams::apply(FIELD_MANAGER);
         if force {
             params = params.force();
@@ -189,10 +225,8 @@ impl Target {
         let after = serde_json::to_value(after).map_err(|e| Cause::Other(e.to_string()))?;
         let change = match before {
             None => Change::Created,
-            Some(before) => {
-                let before = serde_json::to_value(before).map_err(|e| Cause::Other(e.to_string()))?;
-                if comparable(&before) == comparable(&after) { Change::Unchanged } else { Change::Configured }
-            }
+            Some(before) if before == digest(&after) => Change::Unchanged,
+            Some(_) => Change::Configured,
         };
         Ok((after, change))
     }
@@ -294,11 +328,43 @@ pub fn has_owner(object: &Value) -> bool {
     object.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|o| !o.is_empty())
 }
 
-/// An object without what every write changes (resourceVersion, managedFields, status).
-fn comparable(object: &Value) -> Value {
-    let mut object = object.clone();
-    super::rollout::strip(&mut object);
-    object
+/// A digest of an object without what every write changes (`status` and the server's metadata,
+/// as [`strip`](super::rollout::strip) drops them): equal digests, an apply that changed
+/// nothing. Keys are hashed in sorted order, so the order the server wrote them in does not
+/// matter.
+#[must_use]
+pub fn digest(object: &Value) -> u64 {
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
+    fn feed(value: &Value, skip: &[&str], hasher: &mut DefaultHasher) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().filter(|k| !skip.contains(&k.as_str())).collect();
+                keys.sort();
+                hasher.write_u8(b'{');
+                for key in keys {
+                    key.hash(hasher);
+                    // NB: only the top level's `metadata` loses the server's fields.
+                    let inner: &[&str] = if skip.contains(&"status") && key == "metadata" { &super::rollout::SERVER_METADATA } else { &[] };
+                    feed(&map[key], inner, hasher);
+                }
+                hasher.write_u8(b'}');
+            }
+            Value::Array(items) => {
+                hasher.write_u8(b'[');
+                items.iter().for_each(|item| feed(item, &[], hasher));
+                hasher.write_u8(b']');
+            }
+            Value::String(text) => {
+                hasher.write_u8(b's');
+                text.hash(hasher);
+            }
+            other => other.to_string().hash(hasher),
+        }
+    }
+    let mut hasher = DefaultHasher::new();
+    feed(object, &["status"], &mut hasher);
+    hasher.finish()
 }
 
 /// An error from a retried operation: kube's own, or one already classified.
@@ -353,6 +419,24 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digests_ignore_status_server_metadata_and_key_order() {
+        let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"a": "1", "b": "2"}}, "data": {"k": "v"}});
+        let written = serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1", "status": {"x": 1},
+            "metadata": {"labels": {"b": "2", "a": "1"}, "resourceVersion": "9", "uid": "u", "managedFields": [], "name": "c"}, "data": {"k": "v"}});
+        assert_eq!(digest(&object), digest(&written));
+        let changed = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"a": "1", "b": "2"}}, "data": {"k": "w"}});
+        assert_ne!(digest(&object), digest(&changed));
+        let nested = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"a": "1", "b": "2"}}, "data": {"status": "v"}});
+        assert_ne!(
+            digest(&nested),
+            digest(
+                &serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"a": "1", "b": "2"}}, "data": {}})
+            ),
+            "only the top-level status is dropped"
+        );
+    }
 
     #[test]
     fn transient_causes() {

@@ -82,15 +82,17 @@ impl Component<'_> {
         Ok((changes, answers))
     }
 
-    /// Applies `objects` in turn, counting each change and keeping the server's answer; stops at
-    /// the first refusal.
+    /// Applies `objects` all at once (the rollout bounds the requests in flight), counting each
+    /// change and keeping the server's answers in order; the first refusal, in order, fails the
+    /// component.
     async fn apply(&self, objects: &[&Value], changes: &mut [usize; 3], answers: &mut Vec<Value>) -> Result<(), Failure> {
-        for object in objects {
-            let (answer, change) = self
-                .target
-                .apply(object, self.options.force_conflicts, false, self.deadline)
-                .await
-                .map_err(|c| self.api_failure(object, c))?;
+        let applied = futures::future::join_all(objects.iter().map(|object| {
+            let before = self.observer.before(self.target, &ObjectId::of(object));
+            self.target.apply_after(object, self.options.force_conflicts, false, before, self.deadline)
+        }))
+        .await;
+        for (object, result) in objects.iter().zip(applied) {
+            let (answer, change) = result.map_err(|c| self.api_failure(object, c))?;
             changes[change as usize] += 1;
             answers.push(answer);
         }

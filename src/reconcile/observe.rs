@@ -1,9 +1,16 @@
 //! Readiness read from one watch per kind instead of a GET per object per poll.
 //!
-//! The first time a component waits on an object of a kind, the [`Observer`] lists that kind in
-//! every namespace and then watches it, keeping each object's readiness verdict (never the whole
-//! object). A waiting component registers a bell per object and is woken when one of its
+//! The first time a component applies or waits on an object of a kind, the [`Observer`] lists
+//! that kind in every namespace, only the objects labelled as ours for the cluster
+//! ([`owned_selector`](super::prune::owned_selector)), and then watches them, keeping each
+//! object's readiness verdict and digest (never the whole object). A waiting component registers a bell per object and is woken when one of its
 //! objects changes, so noticing readiness costs no request and no polling delay.
+//!
+//! The same watches tell an apply what the object was before ([`Observer::before`]), so that
+//! the apply needs no read first once its kind is listed. An object another writer created or
+//! changed a moment before our apply, which the watch has not delivered yet, or an object that
+//! exists without our labels, is then counted as created or configured rather than configured
+//! or unchanged: the counts are a report, and the apply itself is the same.
 //!
 //! A verdict is used only when it describes the object at least as new as the component's own
 //! apply left it ([`Since`]): the watch may not have delivered that write yet, and an older
@@ -12,7 +19,7 @@
 //! does not serve watches, or the watch keeps failing), the component reads the object itself,
 //! as before ([`Seen::Unwatched`]).
 
-use super::apply::Target;
+use super::apply::{Before, Target, digest};
 use super::wait::{self, Readiness};
 use crate::object::ObjectId;
 use futures::StreamExt as _;
@@ -87,6 +94,8 @@ struct Entry {
     resource_version: Option<u64>,
     generation: Option<i64>,
     verdict: Verdict,
+    /// [`digest`] of the object: how an apply changed it, without reading it first.
+    digest: u64,
 }
 
 /// One watched kind: its verdicts and the bells of the components waiting on its objects.
@@ -147,20 +156,31 @@ fn ring(bells: &[Weak<Notify>]) {
 
 /// The watches of one rollout, one per kind, stopped when it is dropped.
 pub(super) struct Observer {
+    /// The label selector of the objects watched: ours, for this cluster.
+    selector: String,
     kinds: Mutex<HashMap<(String, String), Arc<Watched>>>,
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 impl Observer {
-    pub(super) fn new() -> Self {
-        Observer { kinds: Mutex::new(HashMap::new()), tasks: Mutex::new(Vec::new()) }
+    /// Watches only objects matching `selector` (every object a plan holds carries its labels).
+    pub(super) fn new(selector: String) -> Self {
+        Observer { selector, kinds: Mutex::new(HashMap::new()), tasks: Mutex::new(Vec::new()) }
     }
 
     /// Rings `bell` whenever `reference` changes, watching its kind from now on if no one did.
     /// Returns false when the kind is not known to the target yet (nothing read or applied of
     /// it): the caller reads the object and follows it later.
     pub(super) fn follow(&self, target: &Target, reference: &ObjectId, bell: &Arc<Notify>) -> bool {
-        let Some((resource, namespaced)) = target.known_resource(&reference.api_version, &reference.kind) else { return false };
+        let Some(watched) = self.watch(target, reference) else { return false };
+        watched.lock().bells.entry(key_of(reference)).or_default().push(Arc::downgrade(bell));
+        true
+    }
+
+    /// The watch of `reference`'s kind, started now if no one did; `None` when the kind is not
+    /// known to the target yet.
+    fn watch(&self, target: &Target, reference: &ObjectId) -> Option<Arc<Watched>> {
+        let (resource, namespaced) = target.known_resource(&reference.api_version, &reference.kind)?;
         let kind = (reference.api_version.clone(), reference.kind.clone());
         let mut kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
         let watched = kinds.entry(kind).or_insert_with(|| {
@@ -169,13 +189,25 @@ impl Observer {
                 state: Mutex::new(KindState { phase: Phase::Listing, objects: HashMap::new(), bells: HashMap::new() }),
             });
             let api = Api::all_with(target.client().clone(), &resource);
-            let task = tokio::spawn(watch_kind(api, resource, watched.clone()));
+            let task = tokio::spawn(watch_kind(api, resource, self.selector.clone(), watched.clone()));
             self.tasks.lock().unwrap_or_else(PoisonError::into_inner).push(task.abort_handle());
             watched
         });
-        let key = key_of(reference);
-        watched.lock().bells.entry(key).or_default().push(Arc::downgrade(bell));
-        true
+        Some(watched.clone())
+    }
+
+    /// What the watch knows of `reference` before it is applied (watching its kind from now on,
+    /// for the objects applied after it): [`Before::Unknown`] until the kind is listed.
+    pub(super) fn before(&self, target: &Target, reference: &ObjectId) -> Before {
+        let Some(watched) = self.watch(target, reference) else { return Before::Unknown };
+        if watched.namespaced && reference.namespace().is_none() {
+            return Before::Unknown;
+        }
+        let state = watched.lock();
+        if state.phase != Phase::Synced {
+            return Before::Unknown;
+        }
+        state.objects.get(&key_of(reference)).map_or(Before::Absent, |entry| Before::Digest(entry.digest))
     }
 
     /// What the watch knows of `reference`, at least as new as `since`.
@@ -193,7 +225,11 @@ impl Observer {
         if state.phase != Phase::Synced {
             return Seen::Unwatched;
         }
-        let Some(entry) = state.objects.get(&key_of(reference)) else { return Seen::NotYet("not found".into()) };
+        let Some(entry) = state.objects.get(&key_of(reference)) else {
+            // NB: what we applied carries the labels, so the watch will deliver it; an object
+            // someone else applies may lack them (or not exist yet): read it.
+            return if since.applied { Seen::NotYet("the applied version is not observed yet".into()) } else { Seen::Unwatched };
+        };
         match fresh(entry, since) {
             Some(true) => Seen::Verdict(entry.verdict.clone()),
             Some(false) => Seen::NotYet("the applied version is not observed yet".into()),
@@ -236,7 +272,8 @@ fn entry_of(object: DynamicObject, resource: &ApiResource) -> Option<(Key, Entry
     let key = (object.metadata.namespace.clone().unwrap_or_default(), object.metadata.name.clone()?);
     let value = serde_json::to_value(object).ok()?;
     let (resource_version, generation) = versions(&value);
-    Some((key, Entry { resource_version, generation, verdict: (wait::readiness(&value), wait::conditions(&value)) }))
+    let verdict = (wait::readiness(&value), wait::conditions(&value));
+    Some((key, Entry { resource_version, generation, verdict, digest: digest(&value) }))
 }
 
 /// Whether a refusal means the watch will never work here (not allowed, not served).
@@ -246,7 +283,7 @@ fn refused(error: &kube::Error) -> bool {
 
 /// Lists the kind, then watches it from the list's version, resuming where it left off and
 /// listing again when the version is gone (410); gives up to reads after repeated failures.
-async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, watched: Arc<Watched>) {
+async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, selector: String, watched: Arc<Watched>) {
     let mut failures = 0;
     let mut version: Option<String> = None;
     while failures < WATCH_ATTEMPTS {
@@ -255,7 +292,7 @@ async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, watched: Arc
         }
         let from = match version.take() {
             Some(from) => from,
-            None => match api.list(&ListParams::default()).await {
+            None => match api.list(&ListParams::default().labels(&selector)).await {
                 Ok(list) => {
                     watched.replace(list.items.into_iter().filter_map(|o| entry_of(o, &resource)).collect());
                     list.metadata.resource_version.unwrap_or_default()
@@ -267,7 +304,7 @@ async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, watched: Arc
                 }
             },
         };
-        let params = WatchParams::default().timeout(WATCH_SECONDS);
+        let params = WatchParams::default().labels(&selector).timeout(WATCH_SECONDS);
         let stream = match api.watch(&params, &from).await {
             Ok(stream) => stream,
             Err(error) if refused(&error) => break,
@@ -322,7 +359,7 @@ mod tests {
     use serde_json::json;
 
     fn entry(resource_version: Option<u64>, generation: Option<i64>) -> Entry {
-        Entry { resource_version, generation, verdict: (Readiness::Ready, Vec::new()) }
+        Entry { resource_version, generation, verdict: (Readiness::Ready, Vec::new()), digest: 0 }
     }
 
     #[test]

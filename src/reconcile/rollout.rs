@@ -146,12 +146,15 @@ pub fn default_protocols(object: &mut Value) {
     }
 }
 
+/// The metadata fields the server sets.
+pub(crate) const SERVER_METADATA: [&str; 6] = ["resourceVersion", "uid", "creationTimestamp", "managedFields", "generation", "selfLink"];
+
 /// Removes what the server owns or a status writer owns: `status`, and server-set metadata.
 pub fn strip(object: &mut Value) {
     if let Some(map) = object.as_object_mut() {
         map.remove("status");
         if let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) {
-            for field in ["resourceVersion", "uid", "creationTimestamp", "managedFields", "generation", "selfLink"] {
+            for field in SERVER_METADATA {
                 metadata.remove(field);
             }
         }

@@ -26,7 +26,7 @@ pub(super) async fn run(
     progress: &(dyn Fn(&Event) + Sync),
 ) -> Vec<Option<ComponentResult>> {
     let context = Context::new(rollout);
-    let observer = Observer::new();
+    let observer = Observer::new(super::prune::owned_selector(&rollout.plan.cluster));
     let limiter = Limiter::new(options.concurrency);
     let mut scheduler = Scheduler::new(graph, options.mode, progress);
     let mut running = FuturesUnordered::new();
