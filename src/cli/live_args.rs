@@ -21,14 +21,16 @@ pub struct ReconcileArgs {
     /// under the same name), instead of refusing it (docs/reconcile.md, "The cluster guard").
     #[arg(long, conflicts_with_all = ["verify_only", "dry_run"])]
     pub adopt: bool,
-    /// Components applied and awaited at the same time.
+    /// Requests to the API server in flight at once (every component whose dependencies are
+    /// ready runs; those on the longest remaining chain are served first).
     #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
     /// Timeout of each component, like `90s` or `5m` (default: per kind, see docs/reconcile.md;
     /// 5m for a HelmRelease without `spec.timeout`, 10m for Jobs and databases).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<std::time::Duration>,
-    /// The longest pause between two readiness polls.
+    /// The longest pause between two readiness polls (where a kind cannot be watched; with a
+    /// watch, how often a waiting component re-checks at least).
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
     pub poll_interval: std::time::Duration,
     /// Do not write: wait until everything is ready (for clusters where Argo CD or Flux
@@ -129,7 +131,8 @@ pub struct BootstrapArgs {
     /// How long each phase waits for readiness.
     #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
-    /// The longest pause between two readiness polls.
+    /// The longest pause between two readiness polls (where a kind cannot be watched; with a
+    /// watch, how often a waiting component re-checks at least).
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
     pub poll_interval: std::time::Duration,
     /// Progress output: `human` (phases and objects on stderr) or `json` (one event per line on
