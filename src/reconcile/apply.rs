@@ -145,7 +145,18 @@ impl Target {
         self.kinds.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned()
     }
 
+    /// Whether the server serves a kind now (found in the cache, or by one discovery request,
+    /// without retries).
+    pub(crate) async fn discover_once(&self, api_version: &str, kind: &str) -> bool {
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        self.resource_with(api_version, kind, deadline, 1).await.is_ok()
+    }
+
     async fn resource(&self, api_version: &str, kind: &str, deadline: Instant) -> Result<(ApiResource, bool), Cause> {
+        self.resource_with(api_version, kind, deadline, ATTEMPTS).await
+    }
+
+    async fn resource_with(&self, api_version: &str, kind: &str, deadline: Instant, attempts: u32) -> Result<(ApiResource, bool), Cause> {
         if let Some(found) = self.known_resource(api_version, kind) {
             return Ok(found);
         }
@@ -153,7 +164,7 @@ impl Target {
         let version = api_version.rsplit('/').next().unwrap_or(api_version);
         let gvk = GroupVersionKind::gvk(group, version, kind);
         let not_served = || Cause::NotServed { api_version: api_version.to_owned(), kind: kind.to_owned() };
-        let found = retry(deadline, ATTEMPTS, || async {
+        let found = retry(deadline, attempts, || async {
             match discovery::pinned_kind(&self.client, &gvk).await {
                 // NB: an unknown group or version answers a plain-text 404, and an unknown kind a
                 // discovery error: both mean "not served (yet)", which a CRD being established

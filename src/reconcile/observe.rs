@@ -79,11 +79,15 @@ pub(super) enum Seen {
     Unwatched,
 }
 
-/// Where a kind's watch stands.
+/// Where a kind's watch stands. Its verdicts are trusted only while a watch is up: between a
+/// watch ending and the next one starting, a change could be missed for as long as that lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    /// Listing, or between two watches.
     Listing,
+    /// A watch is up: the verdicts follow every change (with the watch's small lag).
     Synced,
+    /// Given up: the objects are read.
     Unavailable,
 }
 
@@ -124,10 +128,9 @@ impl Watched {
         ring(&bells);
     }
 
-    /// Replaces every verdict with a fresh list's, then is synced.
+    /// Replaces every verdict with a fresh list's (trusted once the watch that follows is up).
     fn replace(&self, objects: HashMap<Key, Entry>) {
         self.lock().objects = objects;
-        self.enter(Phase::Synced);
     }
 
     /// Records a change (`None`: deleted) and wakes the object's waiters.
@@ -194,6 +197,21 @@ impl Observer {
             watched
         });
         Some(watched.clone())
+    }
+
+    /// Starts the watches of every kind of `rollout` the server serves now (one discovery attempt
+    /// each, no retries: a kind the rollout installs is watched when first used), so that they
+    /// are listed before the components that apply them start.
+    pub(super) async fn prepare(&self, target: &Target, rollout: &super::rollout::Rollout) {
+        let mut kinds: Vec<ObjectId> = rollout.objects.iter().flatten().map(ObjectId::of).collect();
+        kinds.sort_by(|a, b| (&a.api_version, &a.kind).cmp(&(&b.api_version, &b.kind)));
+        kinds.dedup_by(|a, b| (&a.api_version, &a.kind) == (&b.api_version, &b.kind));
+        let served = futures::future::join_all(kinds.iter().map(|r| target.discover_once(&r.api_version, &r.kind))).await;
+        for (reference, served) in kinds.iter().zip(served) {
+            if served {
+                self.watch(target, reference);
+            }
+        }
     }
 
     /// What the watch knows of `reference` before it is applied (watching its kind from now on,
@@ -306,7 +324,10 @@ async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, selector: St
         };
         let params = WatchParams::default().labels(&selector).timeout(WATCH_SECONDS);
         let stream = match api.watch(&params, &from).await {
-            Ok(stream) => stream,
+            Ok(stream) => {
+                watched.enter(Phase::Synced);
+                stream
+            }
             Err(error) if refused(&error) => break,
             Err(_) => {
                 failures += 1;
@@ -315,6 +336,7 @@ async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, selector: St
             }
         };
         let (last, gone, delivered) = follow_stream(stream, &resource, &watched, from).await;
+        watched.enter(Phase::Listing);
         failures = if delivered { 0 } else { failures + 1 };
         version = (!gone).then_some(last);
     }

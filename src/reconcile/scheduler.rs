@@ -28,6 +28,9 @@ pub(super) async fn run(
     let context = Context::new(rollout);
     let observer = Observer::new(super::prune::owned_selector(&rollout.plan.cluster));
     let limiter = Limiter::new(options.concurrency);
+    if options.mode != super::Mode::DryRun {
+        observer.prepare(target, rollout).await;
+    }
     let mut scheduler = Scheduler::new(graph, options.mode, progress);
     let mut running = FuturesUnordered::new();
     loop {
