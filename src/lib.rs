@@ -25,6 +25,7 @@ pub mod audit;
 pub mod catalog;
 pub mod cli;
 pub mod git;
+pub mod infra;
 pub mod layout;
 pub mod live;
 pub mod manifest;
