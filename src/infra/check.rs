@@ -44,7 +44,8 @@ impl EnvFile {
     /// The role a file's variables suggest: manager variables make a manager file.
     #[must_use]
     pub fn guess_role(variables: &[(String, Zeroizing<String>, usize)]) -> Role {
-        let manager_only = ["INFISICAL_PROJECT_SLUG", "INFISICAL_PROJECT_ID", "INFISICAL_INTERNAL_URL", "SECRET_ENCRYPTION_KEY", "JWT_SECRET"];
+        let manager_only =
+            ["INFISICAL_PROJECT_SLUG", "INFISICAL_PROJECT_ID", "INFISICAL_INTERNAL_URL", "SECRET_ENCRYPTION_KEY", "JWT_SECRET"];
         if variables.iter().any(|(n, _, _)| manager_only.contains(&n.as_str())) { Role::Manager } else { Role::Infra }
     }
 }
@@ -148,14 +149,25 @@ fn check_file(file: &EnvFile, out: &mut Vec<Finding>) {
     if let Some((value, _)) = file.get("SECRET_ENCRYPTION_KEY") {
         let count = value.chars().count();
         if count != 32 {
-            finding(out, file, "SECRET_ENCRYPTION_KEY", format!("has {count} characters; it must be exactly 32 (used as raw bytes, not hex-decoded)"));
+            finding(
+                out,
+                file,
+                "SECRET_ENCRYPTION_KEY",
+                format!("has {count} characters; it must be exactly 32 (used as raw bytes, not hex-decoded)"),
+            );
         }
     }
     if let Some((value, _)) = file.get("INFISICAL_ENCRYPTION_KEY") {
         let hex = value.bytes().all(|b| b.is_ascii_hexdigit());
         if value.len() != 32 || !hex {
-            let found = if hex { format!("{} hex characters", value.len()) } else { format!("{} characters, not all hex", value.chars().count()) };
-            finding(out, file, "INFISICAL_ENCRYPTION_KEY", format!("must be 16 bytes as hex (32 hex characters, `openssl rand -hex 16`); found {found}"));
+            let found =
+                if hex { format!("{} hex characters", value.len()) } else { format!("{} characters, not all hex", value.chars().count()) };
+            finding(
+                out,
+                file,
+                "INFISICAL_ENCRYPTION_KEY",
+                format!("must be 16 bytes as hex (32 hex characters, `openssl rand -hex 16`); found {found}"),
+            );
         }
     }
     if let Some((value, _)) = file.get("INFISICAL_AUTH_SECRET")
@@ -165,7 +177,12 @@ fn check_file(file: &EnvFile, out: &mut Vec<Finding>) {
     }
     if let Some((slug, _)) = file.get("INFISICAL_PROJECT_SLUG") {
         if rules::looks_like_project_id(slug) {
-            finding(out, file, "INFISICAL_PROJECT_SLUG", "holds a project id where the slug belongs: billing finds the project by its slug");
+            finding(
+                out,
+                file,
+                "INFISICAL_PROJECT_SLUG",
+                "holds a project id where the slug belongs: billing finds the project by its slug",
+            );
         } else if file.get("INFISICAL_PROJECT_ID").is_some_and(|(id, _)| id == slug) {
             finding(out, file, "INFISICAL_PROJECT_SLUG", "is the same text as `INFISICAL_PROJECT_ID`: one was copied into the other");
         } else if !slug.is_empty() && !rules::is_slug(slug) {
@@ -187,7 +204,11 @@ fn check_shared(files: &[EnvFile], out: &mut Vec<Finding>) {
         let Some((first, value)) = holders.first() else { continue };
         for (other, other_value) in &holders[1..] {
             if other_value != value {
-                let consequence = if *name == "OTLP_TS_PASSWORD" { ": the user service stops at start (the billing record cannot be written)" } else { ": the manager cannot log in" };
+                let consequence = if *name == "OTLP_TS_PASSWORD" {
+                    ": the user service stops at start (the billing record cannot be written)"
+                } else {
+                    ": the manager cannot log in"
+                };
                 finding(out, other, name, format!("differs from `{}`{consequence}", first.name));
             }
         }
@@ -251,7 +272,10 @@ mod tests {
             .replace("SECRET_ENCRYPTION_KEY=0123456789abcdef0123456789abcdef", &format!("SECRET_ENCRYPTION_KEY={}", "ab".repeat(32)))
             .replace("INFISICAL_PROJECT_SLUG=tfrs-staging", "INFISICAL_PROJECT_SLUG=6f1c7f4e-8a2b-4c3d-9e0f-112233445566")
             .replace("secret-staging", "secret");
-        let infra = INFRA.replace("INFISICAL_ENCRYPTION_KEY=00112233445566778899aabbccddeeff", "INFISICAL_ENCRYPTION_KEY=zz112233445566778899aabbccddeeff");
+        let infra = INFRA.replace(
+            "INFISICAL_ENCRYPTION_KEY=00112233445566778899aabbccddeeff",
+            "INFISICAL_ENCRYPTION_KEY=zz112233445566778899aabbccddeeff",
+        );
         let found = check(&[file(".env.infra", Role::Infra, &infra), file("m.yml", Role::Manager, &manager)]);
         let text: Vec<String> = found.iter().map(ToString::to_string).collect();
         for expected in [

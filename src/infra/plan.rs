@@ -20,15 +20,20 @@ const FOLDERS: &[(&str, &str, &[(&str, &str)])] = &[
         "the image registry credentials every cluster's pull Secret is made from",
         &[("CNB_REGISTRY_USERNAME", "by hand: the registry user"), ("CNB_REGISTRY_PASSWORD", "by hand: a registry access token")],
     ),
-    ("/otlp", "one sub-folder per cluster, `/otlp/<cluster id>/`, with its billing token (written by the manager)", &[(
-        "<cluster id>/PRIMARY_TOKEN",
-        "the manager, when it takes a billing cluster over",
-    )]),
-    ("/otlp-eso-auth", "the read-only billing identity's credentials, handed to each billing cluster's External Secrets", &[
-        ("CLIENT_ID", "by hand: the client id of the read-only identity"),
-        ("CLIENT_SECRET", "by hand: its client secret (shown once)"),
-        ("EXPIRES_AT", "by hand: the client secret's expiry date, `YYYY-MM-DD`"),
-    ]),
+    (
+        "/otlp",
+        "one sub-folder per cluster, `/otlp/<cluster id>/`, with its billing token (written by the manager)",
+        &[("<cluster id>/PRIMARY_TOKEN", "the manager, when it takes a billing cluster over")],
+    ),
+    (
+        "/otlp-eso-auth",
+        "the read-only billing identity's credentials, handed to each billing cluster's External Secrets",
+        &[
+            ("CLIENT_ID", "by hand: the client id of the read-only identity"),
+            ("CLIENT_SECRET", "by hand: its client secret (shown once)"),
+            ("EXPIRES_AT", "by hand: the client secret's expiry date, `YYYY-MM-DD`"),
+        ],
+    ),
 ];
 
 /// The plan as JSON.
@@ -94,7 +99,14 @@ pub fn to_markdown(spec: &InfraSpec) -> String {
     let text = |v: &Json| v.as_str().unwrap_or_default().to_owned();
     let mut out = String::new();
     let _ = writeln!(out, "# Infisical bootstrap: `{}`\n", text(&plan["environment"]));
-    let _ = writeln!(out, "Instance `{}`, project `{}` (id `{}`), environment slug `{}`.", text(&plan["instance"]), text(&plan["project"]["slug"]), text(&plan["project"]["id"]), text(&plan["environmentSlug"]));
+    let _ = writeln!(
+        out,
+        "Instance `{}`, project `{}` (id `{}`), environment slug `{}`.",
+        text(&plan["instance"]),
+        text(&plan["project"]["slug"]),
+        text(&plan["project"]["id"]),
+        text(&plan["environmentSlug"])
+    );
     let _ = writeln!(out, "Tick each step in that instance, in that project and environment. No value is written here.\n");
     out.push_str("## Instance and project\n\n");
     for step in plan["before"].as_array().into_iter().flatten() {

@@ -20,8 +20,8 @@ pub fn url_host(url: &str) -> Option<String> {
     let authority = rest.split(['/', '?', '#']).next()?;
     let host = authority.rsplit('@').next()?;
     let host = host.split(':').next()?.to_ascii_lowercase();
-    let valid = !host.is_empty()
-        && host.split('.').all(|label| !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    let valid =
+        !host.is_empty() && host.split('.').all(|label| !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
     valid.then_some(host)
 }
 
@@ -99,11 +99,7 @@ pub fn memory_bytes(text: &str) -> Option<u64> {
 /// A memory size in the form compose writes back: whole MiB (`1536m`), or whole GiB (`2g`).
 #[must_use]
 pub fn compose_memory(bytes: u64) -> String {
-    if bytes % GIB == 0 {
-        format!("{}g", bytes / GIB)
-    } else {
-        format!("{}m", bytes.div_ceil(MIB))
-    }
+    if bytes % GIB == 0 { format!("{}g", bytes / GIB) } else { format!("{}m", bytes.div_ceil(MIB)) }
 }
 
 /// An image reference pinned by tag (or digest): `repository:tag`, not `latest`. The reason

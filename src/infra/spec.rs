@@ -103,7 +103,11 @@ fn check(spec: &InfraSpec, tree: &Node, out: &mut Vec<Diagnostic>) {
         }
     }
     if spec.sops.age_recipients.is_empty() {
-        error("spec.sops.ageRecipients", "expected at least one age recipient: the secret-bearing files are encrypted for them".to_owned(), None);
+        error(
+            "spec.sops.ageRecipients",
+            "expected at least one age recipient: the secret-bearing files are encrypted for them".to_owned(),
+            None,
+        );
     }
     let names: Vec<&str> = GENERATED.iter().map(|g| g.name).collect();
     for name in spec.rotation.keys() {
@@ -199,11 +203,12 @@ fn check_infisical(spec: &InfraSpec, error: &mut Report<'_>) {
         Some(_) => {}
     }
     if infisical.environment != environment {
-        let help = if rules::environment_slug(&infisical.environment.to_ascii_lowercase()).is_some() || infisical.environment == "Production" {
-            "the environment slug is lowercase (`staging`, `beta`, `prod`), not the display name"
-        } else {
-            "the instance of an environment holds the project's environment of the same slug"
-        };
+        let help =
+            if rules::environment_slug(&infisical.environment.to_ascii_lowercase()).is_some() || infisical.environment == "Production" {
+                "the environment slug is lowercase (`staging`, `beta`, `prod`), not the display name"
+            } else {
+                "the instance of an environment holds the project's environment of the same slug"
+            };
         error("spec.infisical.environment", format!("expected the environment slug `{environment}` (spec.environment)"), Some(help));
     }
     if rules::looks_like_project_id(&infisical.project_slug) {
@@ -218,7 +223,11 @@ fn check_infisical(spec: &InfraSpec, error: &mut Report<'_>) {
     if infisical.project_id.trim().is_empty() {
         error("spec.infisical.projectId", "expected the project id (project settings page), found an empty string".to_owned(), None);
     } else if infisical.project_id == infisical.project_slug {
-        error("spec.infisical.projectId", "the project id and slug are the same text: one of them was copied into the other".to_owned(), None);
+        error(
+            "spec.infisical.projectId",
+            "the project id and slug are the same text: one of them was copied into the other".to_owned(),
+            None,
+        );
     }
 }
 
@@ -261,7 +270,10 @@ spec:
     #[test]
     fn every_problem_is_reported_with_its_place() {
         let text = SPEC
-            .replace("environment: staging\n  infisical", "environment: staging\n  redis: {port: 5433, image: \"redis:latest\"}\n  infisical")
+            .replace(
+                "environment: staging\n  infisical",
+                "environment: staging\n  redis: {port: 5433, image: \"redis:latest\"}\n  infisical",
+            )
             .replace("https://secret-staging.example.com", "https://secret.example.com\n    memoryLimit: 1g")
             .replace("projectSlug: tfrs-staging", "projectSlug: 6f1c7f4e-8a2b-4c3d-9e0f-112233445566")
             .replace("    environment: staging\n  sops", "    environment: Staging\n  sops");
@@ -282,7 +294,9 @@ spec:
 
     #[test]
     fn schema_errors_come_all_at_once() {
-        let text = SPEC.replace("environment: staging\n  infisical", "environment: qa\n  postgress: {}\n  infisical").replace("    projectId: 6f1c7f4e-8a2b-4c3d-9e0f-112233445566\n", "");
+        let text = SPEC
+            .replace("environment: staging\n  infisical", "environment: qa\n  postgress: {}\n  infisical")
+            .replace("    projectId: 6f1c7f4e-8a2b-4c3d-9e0f-112233445566\n", "");
         let found = problems(&text);
         assert!(found.iter().any(|f| f.contains("spec.environment")), "{found:#?}");
         assert!(found.iter().any(|f| f.contains("postgress")), "{found:#?}");

@@ -55,9 +55,24 @@ pub const GENERATED: &[Generated] = &[
         files: Files::Infra,
         purpose: "Infisical's root encryption key: losing it loses every secret Infisical holds",
     },
-    Generated { name: "INFISICAL_AUTH_SECRET", form: Form::Base64Bytes(32), files: Files::Infra, purpose: "Infisical's session signing key" },
-    Generated { name: "INFISICAL_PG_PASSWORD", form: Form::Alphanumeric(32), files: Files::Infra, purpose: "Infisical's PostgreSQL password" },
-    Generated { name: "INFISICAL_REDIS_PASSWORD", form: Form::Alphanumeric(24), files: Files::Infra, purpose: "Infisical's Redis password" },
+    Generated {
+        name: "INFISICAL_AUTH_SECRET",
+        form: Form::Base64Bytes(32),
+        files: Files::Infra,
+        purpose: "Infisical's session signing key",
+    },
+    Generated {
+        name: "INFISICAL_PG_PASSWORD",
+        form: Form::Alphanumeric(32),
+        files: Files::Infra,
+        purpose: "Infisical's PostgreSQL password",
+    },
+    Generated {
+        name: "INFISICAL_REDIS_PASSWORD",
+        form: Form::Alphanumeric(24),
+        files: Files::Infra,
+        purpose: "Infisical's Redis password",
+    },
     Generated { name: "JWT_SECRET", form: Form::Alphanumeric(64), files: Files::Manager, purpose: "the manager's token signing key" },
     Generated {
         name: "SECRET_ENCRYPTION_KEY",
