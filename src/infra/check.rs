@@ -146,6 +146,12 @@ fn check_file(file: &EnvFile, out: &mut Vec<Finding>) {
             });
         }
     }
+    check_formats(file, out);
+    check_project(file, out);
+}
+
+/// The length and alphabet rules of the keys.
+fn check_formats(file: &EnvFile, out: &mut Vec<Finding>) {
     if let Some((value, _)) = file.get("SECRET_ENCRYPTION_KEY") {
         let count = value.chars().count();
         if count != 32 {
@@ -175,6 +181,10 @@ fn check_file(file: &EnvFile, out: &mut Vec<Finding>) {
     {
         finding(out, file, "INFISICAL_AUTH_SECRET", "must be 32 bytes as base64 (`openssl rand -base64 32`)");
     }
+}
+
+/// Invariant A (the slug, never the id) and the environment slug.
+fn check_project(file: &EnvFile, out: &mut Vec<Finding>) {
     if let Some((slug, _)) = file.get("INFISICAL_PROJECT_SLUG") {
         if rules::looks_like_project_id(slug) {
             finding(
