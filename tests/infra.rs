@@ -2,6 +2,8 @@
 //! config`, `sops`), a real PostgreSQL and Redis started with `.env.infra`'s credentials and
 //! reached with the manager's values, and `infra check` on hand-broken files.
 
+#![allow(clippy::unwrap_used)] // a test crate: a panic is the failure report
+
 mod common;
 
 use common::{report, root, tfrs_command};

@@ -205,7 +205,7 @@ fn read_env_file(path: &Path, identity: Option<&str>) -> anyhow::Result<EnvFile>
     Ok(EnvFile { name, role, variables })
 }
 
-fn yaml_variables(name: &str, text: &str, identity: Option<&str>) -> anyhow::Result<Vec<(String, Zeroizing<String>, usize)>> {
+fn yaml_variables(name: &str, text: &str, identity: Option<&str>) -> anyhow::Result<Vec<check::Variable>> {
     let documents = crate::spec::yaml::parse(0, text).map_err(|errors| {
         let first = errors.first().map(|e| format!("{}:{}: {}", e.origin.line, e.origin.column, e.message)).unwrap_or_default();
         anyhow::anyhow!("`{name}` is not YAML: {first}")

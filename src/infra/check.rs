@@ -19,14 +19,18 @@ pub enum Role {
     Manager,
 }
 
-/// One file's variables: name, value and the line it is on (0 when unknown, e.g. decrypted).
+/// A variable as read: its name, its value and the line it is on (0 when unknown, e.g. in a
+/// decrypted file).
+pub type Variable = (String, Zeroizing<String>, usize);
+
+/// One file's variables.
 pub struct EnvFile {
     /// The file's name as given.
     pub name: String,
     /// What it is.
     pub role: Role,
     /// Its variables, in file order.
-    pub variables: Vec<(String, Zeroizing<String>, usize)>,
+    pub variables: Vec<Variable>,
 }
 
 impl std::fmt::Debug for EnvFile {
@@ -43,7 +47,7 @@ impl EnvFile {
 
     /// The role a file's variables suggest: manager variables make a manager file.
     #[must_use]
-    pub fn guess_role(variables: &[(String, Zeroizing<String>, usize)]) -> Role {
+    pub fn guess_role(variables: &[Variable]) -> Role {
         let manager_only =
             ["INFISICAL_PROJECT_SLUG", "INFISICAL_PROJECT_ID", "INFISICAL_INTERNAL_URL", "SECRET_ENCRYPTION_KEY", "JWT_SECRET"];
         if variables.iter().any(|(n, _, _)| manager_only.contains(&n.as_str())) { Role::Manager } else { Role::Infra }
@@ -79,7 +83,7 @@ impl std::fmt::Display for Finding {
 /// # Errors
 ///
 /// The lines (1-based) that are not `NAME=value`.
-pub fn parse_dotenv(text: &str) -> Result<Vec<(String, Zeroizing<String>, usize)>, Vec<usize>> {
+pub fn parse_dotenv(text: &str) -> Result<Vec<Variable>, Vec<usize>> {
     let (mut out, mut bad) = (Vec::new(), Vec::new());
     for (index, line) in text.lines().enumerate() {
         let trimmed = line.trim();

@@ -7,9 +7,11 @@ use super::variables::MANAGER_FROM_BOOTSTRAP;
 use serde_json::{Value as Json, json};
 use std::fmt::Write as _;
 
-/// The folders the manager expects, with what they hold and the secrets they must hold
-/// (`name`, `who writes it`).
-const FOLDERS: &[(&str, &str, &[(&str, &str)])] = &[
+/// A folder: its path, what it holds, and the secrets it must hold (`name`, `who writes it`).
+type Folder = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+
+/// The folders the manager expects.
+const FOLDERS: &[Folder] = &[
     (
         "/kubeconfig",
         "the kubeconfig of each managed cluster (written by the manager when it takes a cluster over; without the folder that upload fails with HTTP 500)",

@@ -93,13 +93,13 @@ pub fn memory_bytes(text: &str) -> Option<u64> {
     let value: f64 = number.parse().ok()?;
     // NB: sizes are far below 2^53 bytes, where f64 is exact for the whole numbers we produce.
     let bytes = (value * scale as f64).round();
-    (bytes >= 1.0 && bytes < 1e15).then(|| bytes as u64)
+    (1.0..1e15).contains(&bytes).then_some(bytes as u64)
 }
 
 /// A memory size in the form compose writes back: whole MiB (`1536m`), or whole GiB (`2g`).
 #[must_use]
 pub fn compose_memory(bytes: u64) -> String {
-    if bytes % GIB == 0 { format!("{}g", bytes / GIB) } else { format!("{}m", bytes.div_ceil(MIB)) }
+    if bytes.is_multiple_of(GIB) { format!("{}g", bytes / GIB) } else { format!("{}m", bytes.div_ceil(MIB)) }
 }
 
 /// An image reference pinned by tag (or digest): `repository:tag`, not `latest`. The reason
