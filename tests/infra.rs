@@ -341,3 +341,36 @@ fn real_sops_opens_the_encrypted_files() {
 
 #[path = "infra/services.rs"]
 mod services;
+
+/// A Python that can import `modules`, or `None` with one line (a failure under `CI=true`).
+fn python_with(modules: &str) -> Option<PathBuf> {
+    let python = outside_tool("python3")?;
+    let ok = Command::new(&python).args(["-c", &format!("import {modules}")]).status().is_ok_and(|s| s.success());
+    if !ok {
+        assert!(!ci(), "python `{modules}` is required under CI=true (.ci/run installs it)");
+        eprintln!("skipped: python `{modules}` not installed (run .ci/run)");
+        return None;
+    }
+    Some(python)
+}
+
+#[test]
+fn the_json_schema_accepts_the_example_and_refuses_what_the_loader_refuses() {
+    let Some(python) = python_with("jsonschema, yaml") else { return };
+    let output = tfrs(&["infra", "schema"]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(&schema, &output.stdout).unwrap();
+    let example = std::fs::read_to_string(root().join(SPEC)).unwrap();
+    let broken = dir.path().join("broken.yaml");
+    std::fs::write(&broken, example.replace("environment: staging\n  infisical", "environment: qa\n  postgress: {}\n  infisical")).unwrap();
+    let script = "import json, sys, yaml, jsonschema\nschema = json.load(open(sys.argv[1]))\nv = jsonschema.Draft202012Validator(schema)\nfor path in sys.argv[2:]:\n    errors = list(v.iter_errors(yaml.safe_load(open(path))))\n    print(path, len(errors))\n";
+    let output = Command::new(python).args(["-c", script]).arg(&schema).arg(root().join(SPEC)).arg(&broken).output().unwrap();
+    assert!(output.status.success(), "{}", report(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let counts: Vec<usize> = stdout.lines().map(|l| l.rsplit(' ').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(counts.len(), 2, "{stdout}");
+    assert_eq!(counts[0], 0, "the example does not match the schema: {stdout}");
+    assert!(counts[1] >= 2, "the schema accepts an unknown field and an unknown environment: {stdout}");
+}

@@ -19,6 +19,11 @@ pub fn run(args: &InfraArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
         InfraCommand::Render(a) => run_render(a, stdout),
         InfraCommand::Check(a) => run_check(a, stdout),
         InfraCommand::Plan(a) => run_plan(a, stdout),
+        InfraCommand::Schema => {
+            let schema = crate::spec::schema::export_document(spec::schema(), crate::infra::model::KIND);
+            writeln!(stdout, "{}", serde_json::to_string_pretty(&schema)?)?;
+            Ok(Status::Success)
+        }
     }
 }
 

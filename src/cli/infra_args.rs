@@ -36,6 +36,8 @@ pub enum InfraCommand {
     ///
     /// Exit status: 0 printed, 1 invalid spec, 2 usage or I/O error.
     Plan(InfraPlanArgs),
+    /// Print the JSON Schema of `TFRInfra` (for editors).
+    Schema,
 }
 
 /// `tfrs infra render`.
