@@ -94,6 +94,7 @@ fn render_writes_encrypted_files_and_plaintext_only_where_asked() {
     assert_eq!(
         names,
         [
+            ".tfrs-infra-fingerprints.json",
             "docker-compose.cloud.yml",
             "env.infra.sops.yaml",
             "infisical-bootstrap.json",
@@ -373,4 +374,38 @@ fn the_json_schema_accepts_the_example_and_refuses_what_the_loader_refuses() {
     assert_eq!(counts.len(), 2, "{stdout}");
     assert_eq!(counts[0], 0, "the example does not match the schema: {stdout}");
     assert!(counts[1] >= 2, "the schema accepts an unknown field and an unknown environment: {stdout}");
+}
+
+#[test]
+fn a_re_render_keeps_unchanged_encrypted_files_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("staging.yaml");
+    let example = std::fs::read_to_string(root().join(SPEC)).unwrap();
+    std::fs::write(&spec, &example).unwrap();
+    let out = dir.path().join("out");
+    let key = root().join("fixtures/demo/keys/master.key");
+    let render = || {
+        let output =
+            tfrs(&["infra", "render", spec.to_str().unwrap(), "--master-key-file", key.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+        ["env.infra.sops.yaml", "tfrsmanager_env.staging.yml", ".tfrs-infra-fingerprints.json"].map(|f| std::fs::read(out.join(f)).unwrap())
+    };
+    let first = render();
+    assert_eq!(render(), first, "an unchanged spec changed an encrypted file");
+    // A rotated manager-only value re-encrypts the manager's file only.
+    std::fs::write(&spec, format!("{example}  rotation:\n    JWT_SECRET: 1\n")).unwrap();
+    let rotated = render();
+    assert_eq!(rotated[0], first[0], "`.env.infra` holds no JWT_SECRET and must not change");
+    assert_ne!(rotated[1], first[1]);
+    assert_ne!(rotated[2], first[2]);
+    // A file changed behind tfrs's back (its MAC no longer matches the record) is re-encrypted.
+    let text = String::from_utf8(rotated[0].clone()).unwrap();
+    let mac_at = text.find("mac: ENC[AES256_GCM,data:").unwrap() + "mac: ENC[AES256_GCM,data:".len();
+    let other = if text.as_bytes()[mac_at] == b'A' { 'B' } else { 'A' };
+    let tampered = format!("{}{other}{}", &text[..mac_at], &text[mac_at + 1..]);
+    assert_ne!(tampered, text);
+    std::fs::write(out.join("env.infra.sops.yaml"), &tampered).unwrap();
+    let again = render();
+    assert_eq!(again[1], rotated[1]);
+    assert_ne!(again[0], tampered.as_bytes(), "a changed file was kept");
 }

@@ -3,12 +3,15 @@
 use super::Status;
 use super::infra_args::{InfraArgs, InfraCheckArgs, InfraCommand, InfraPlanArgs, InfraRenderArgs, PlanFormat};
 use crate::infra::check::{self, EnvFile, Role};
+use crate::infra::model::InfraSpec;
 use crate::infra::spec::Loaded;
-use crate::infra::{compose, plan, spec, variables};
+use crate::infra::{compose, plan, reuse, spec, variables};
+use crate::secrets::MasterKey;
 use crate::secrets::sops;
 use crate::source::inputs;
 use crate::spec::diagnostic::{FileTable, render};
 use anyhow::{Context, bail};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
@@ -79,21 +82,15 @@ fn run_render(args: &InfraRenderArgs, stdout: &mut dyn Write) -> anyhow::Result<
     let environment = spec.environment.as_str();
     let infra = variables::infra(&key, spec);
     let manager = variables::manager(&key, spec);
-    let lastmodified = inputs::rfc3339(inputs::unix_now());
-    let mut rng = inputs::system_rng();
-    let mut encrypt = |values: &variables::Values| -> anyhow::Result<String> {
-        let document =
-            sops::encrypt_with(&variables::to_map(values), &spec.sops.age_recipients, &lastmodified, sops::Rule::Every, &mut rng)
-                .context("cannot encrypt for the age recipients")?;
-        crate::manifest::to_yaml(&document).context("cannot write YAML")
-    };
     // Everything is made in memory first: a failure writes nothing.
+    let (infra_text, manager_text, fingerprints) = encrypted_files(&args.out, &key, spec, &infra, &manager)?;
     let files: Vec<(String, String)> = vec![
         (RENDERED[0].to_owned(), compose::to_text(spec).context("cannot write the compose file")?),
-        (RENDERED[1].to_owned(), encrypt(&infra)?),
-        (manager_file(environment), encrypt(&manager)?),
+        (RENDERED[1].to_owned(), infra_text),
+        (manager_file(environment), manager_text),
         (RENDERED[2].to_owned(), plan::to_markdown(spec)),
         (RENDERED[3].to_owned(), format!("{}\n", serde_json::to_string_pretty(&plan::to_json(spec))?)),
+        (reuse::FILE_NAME.to_owned(), fingerprints),
     ];
     let plaintext: Vec<(&PathBuf, Zeroizing<String>)> = [
         args.plaintext_out.as_ref().map(|p| (p, variables::to_dotenv(&infra, environment))),
@@ -112,6 +109,41 @@ fn run_render(args: &InfraRenderArgs, stdout: &mut dyn Write) -> anyhow::Result<
         writeln!(stdout, "wrote {} (plaintext, mode 0600: keep it off Git)", path.display())?;
     }
     Ok(Status::Success)
+}
+
+/// The two encrypted files (each the previous file when its values, recipients and content are
+/// unchanged, else encrypted afresh) and the fingerprints file.
+fn encrypted_files(
+    out: &Path,
+    key: &MasterKey,
+    spec: &InfraSpec,
+    infra: &variables::Values,
+    manager: &variables::Values,
+) -> anyhow::Result<(String, String, String)> {
+    let read = |name: &str| std::fs::read_to_string(out.join(name)).ok();
+    let recorded: BTreeMap<String, String> = read(reuse::FILE_NAME).and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let recipients = &spec.sops.age_recipients;
+    let lastmodified = inputs::rfc3339(inputs::unix_now());
+    let mut rng = inputs::system_rng();
+    let mut fingerprints = BTreeMap::new();
+    let mut texts = Vec::new();
+    for (name, values) in [(RENDERED[1].to_owned(), infra), (manager_file(spec.environment.as_str()), manager)] {
+        let previous = read(&name);
+        let text = match reuse::reusable(key, &name, values, recipients, previous.as_deref(), &recorded) {
+            Some(kept) => kept.to_owned(),
+            None => {
+                let document = sops::encrypt_with(&variables::to_map(values), recipients, &lastmodified, sops::Rule::Every, &mut rng)
+                    .context("cannot encrypt for the age recipients")?;
+                crate::manifest::to_yaml(&document).context("cannot write YAML")?
+            }
+        };
+        let mac = reuse::mac_of(&text).context("an encrypted file without its MAC")?;
+        fingerprints.insert(name.clone(), reuse::fingerprint(key, &name, values, recipients, &mac));
+        texts.push(text);
+    }
+    let manager_text = texts.pop().unwrap_or_default();
+    let infra_text = texts.pop().unwrap_or_default();
+    Ok((infra_text, manager_text, format!("{}\n", serde_json::to_string_pretty(&fingerprints)?)))
 }
 
 fn manager_yaml(values: &variables::Values) -> anyhow::Result<Zeroizing<String>> {

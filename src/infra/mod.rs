@@ -11,6 +11,7 @@
 //!   `infra/<environment>/<VARIABLE>`, so the values both files hold are equal by construction;
 //! - [`compose`] writes the stack (no secret in it: `${VARIABLE}` references);
 //! - [`plan`] writes the Infisical bootstrap as a checklist and as JSON;
+//! - [`reuse`] keeps an encrypted file byte for byte while its values are unchanged;
 //! - [`check`] finds the broken invariants of existing files, never printing a value;
 //! - [`rules`] holds what both the spec and the check hold values to.
 
@@ -18,6 +19,7 @@ pub mod check;
 pub mod compose;
 pub mod model;
 pub mod plan;
+pub mod reuse;
 pub mod rules;
 pub mod spec;
 pub mod variables;
