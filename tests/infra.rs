@@ -409,3 +409,12 @@ fn a_re_render_keeps_unchanged_encrypted_files_byte_for_byte() {
     assert_eq!(again[1], rotated[1]);
     assert_ne!(again[0], tampered.as_bytes(), "a changed file was kept");
 }
+
+#[test]
+fn the_platform_commands_point_an_infra_spec_at_tfrs_infra() {
+    let output = tfrs(&["validate", "fixtures/infra"]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("fixtures/infra/staging.yaml:10:7: kind: unknown kind"), "{stderr}");
+    assert!(stderr.contains("read alone by `tfrs infra render` and `tfrs infra plan`"), "{stderr}");
+}

@@ -36,9 +36,14 @@ fn redis_service(image: &str, password: &str, memory_limit: &str, volume: &str, 
     service.insert("container_name".into(), json!(name));
     service.insert("restart".into(), json!("unless-stopped"));
     service.insert("environment".into(), json!({ "REDIS_PASSWORD": format!("${{{password}}}") }));
-    // The password reaches redis-server through the container's environment, not compose's
-    // command line; the health check authenticates through `REDISCLI_AUTH` the same way.
-    service.insert("command".into(), json!(["sh", "-c", "exec redis-server --appendonly yes --requirepass \"$${REDIS_PASSWORD}\""]));
+    // The password reaches redis-server through the container's environment, not the compose
+    // file; the health check authenticates through `REDISCLI_AUTH` the same way. NB: the shell
+    // hands over to the image's entrypoint with `redis-server` first, so the entrypoint still
+    // drops root for the `redis` user (it does so only for that first argument).
+    service.insert(
+        "command".into(),
+        json!(["sh", "-c", "exec docker-entrypoint.sh redis-server --appendonly yes --requirepass \"$${REDIS_PASSWORD}\""]),
+    );
     service.insert("healthcheck".into(), healthcheck("REDISCLI_AUTH=\"$${REDIS_PASSWORD}\" redis-cli ping | grep -q PONG", "10s"));
     service.insert("volumes".into(), json!([format!("{volume}:/data")]));
     service.insert("mem_limit".into(), json!(memory(memory_limit)));
@@ -209,5 +214,15 @@ mod tests {
         assert_eq!(document["volumes"]["tfrs_tsdata"]["name"], "tfrs_tsdata");
         assert_eq!(document["volumes"]["tfrs_ts_wal_archive"]["name"], "tfrs_ts_wal_archive");
         assert!(services.get("infisical-postgres").unwrap().get("ports").is_none());
+        // Commands hand over to the image's entrypoint with the server first (it drops root).
+        for (name, server) in [("redis", "redis-server"), ("infisical-redis", "redis-server"), ("timescaledb", "postgres")] {
+            let command = services[name]["command"][2].as_str().unwrap();
+            assert!(command.contains(&format!("exec docker-entrypoint.sh {server} ")), "{name}: {command}");
+        }
+        // No credential is written into the file: only references compose fills in.
+        let text = serde_json::to_string(&document).unwrap();
+        for variable in ["DB_PASSWORD", "REDIS_PASSWORD", "OTLP_TS_PASSWORD", "INFISICAL_ENCRYPTION_KEY", "INFISICAL_AUTH_SECRET"] {
+            assert!(text.contains(&format!("${{{variable}}}")), "{variable}");
+        }
     }
 }

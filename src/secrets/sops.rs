@@ -411,6 +411,20 @@ pub fn decrypt(document: &Json, identity_text: &str) -> Result<Json, Error> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn every_value_rule_encrypts_a_flat_file_and_opens_again() {
+        let document = serde_json::json!({ "DB_PASSWORD": "s3cret-value", "EMPTY": "", "PORT": 5432 });
+        let mut rng = StdRng::seed_from_u64(2);
+        let encrypted = encrypt_with(&document, &[RECIPIENT.to_owned()], "2026-01-02T03:04:05Z", Rule::Every, &mut rng).unwrap();
+        assert!(encrypted["DB_PASSWORD"].as_str().unwrap().starts_with("ENC[AES256_GCM,"));
+        assert!(encrypted["PORT"].as_str().unwrap().ends_with(",type:int]"));
+        assert_eq!(encrypted["EMPTY"], "");
+        assert_eq!(encrypted["sops"]["unencrypted_suffix"], UNENCRYPTED_SUFFIX);
+        assert!(encrypted["sops"].get("encrypted_regex").is_none());
+        assert!(!encrypted.to_string().contains("s3cret-value"));
+        assert_eq!(decrypt(&encrypted, IDENTITY).unwrap(), document);
+    }
     use rand::SeedableRng;
     use rand::rngs::StdRng;
     use serde_json::json;
