@@ -100,14 +100,22 @@ pub fn parse_dotenv(text: &str) -> Result<Vec<Variable>, Vec<usize>> {
             bad.push(index + 1);
             continue;
         }
-        let value = value.trim();
-        let unquoted = [('"', '"'), ('\'', '\'')]
-            .iter()
-            .find_map(|(open, close)| value.strip_prefix(*open).and_then(|v| v.strip_suffix(*close)))
-            .unwrap_or(value);
-        out.push((name.to_owned(), Zeroizing::new(unquoted.to_owned()), index + 1));
+        let Some(value) = dotenv_value(value.trim()) else {
+            bad.push(index + 1);
+            continue;
+        };
+        out.push((name.to_owned(), Zeroizing::new(value.to_owned()), index + 1));
     }
     if bad.is_empty() { Ok(out) } else { Err(bad) }
+}
+
+/// A dotenv value as compose reads it: inside its quotes when quoted (what follows the closing
+/// quote is ignored), else up to an inline ` #` comment. `None`: an unclosed quote.
+fn dotenv_value(raw: &str) -> Option<&str> {
+    match raw.chars().next() {
+        Some(quote @ ('"' | '\'')) => raw[1..].find(quote).map(|end| &raw[1..=end]),
+        _ => Some(raw.find(" #").or_else(|| raw.find("\t#")).map_or(raw, |at| raw[..at].trim_end())),
+    }
 }
 
 /// Checks every file, and every pair of files, against the invariants.
@@ -310,8 +318,10 @@ mod tests {
     #[test]
     fn missing_duplicated_and_malformed() {
         assert_eq!(parse_dotenv("A=1\nnot a line\n# c\nexport B='2'\n").unwrap_err(), vec![2]);
-        let parsed = parse_dotenv("export B='2'\nC=\"x=y\"\n").unwrap();
-        assert_eq!((parsed[0].1.as_str(), parsed[1].1.as_str()), ("2", "x=y"));
+        let parsed = parse_dotenv("export B='2'\nC=\"x=y # not a comment\" # a comment\nD=abc # a comment\nE=a#b\r\n").unwrap();
+        let values: Vec<&str> = parsed.iter().map(|(_, v, _)| v.as_str()).collect();
+        assert_eq!(values, ["2", "x=y # not a comment", "abc", "a#b"]);
+        assert_eq!(parse_dotenv("A=\"unclosed\n").unwrap_err(), vec![1]);
         let found = check(&[file("m", Role::Manager, &format!("{MANAGER}DB_PASSWORD=a1\n").replace("JWT_SECRET=j\n", ""))]);
         let text: Vec<String> = found.iter().map(ToString::to_string).collect();
         assert!(text.iter().any(|t| t == "m: JWT_SECRET: missing"), "{text:#?}");
