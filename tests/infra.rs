@@ -338,6 +338,44 @@ fn real_sops_opens_the_encrypted_files() {
     assert_eq!(got, lines);
     let manager: BTreeMap<String, String> = serde_json::from_str(&decrypt("tfrsmanager_env.staging.yml", "json")).unwrap();
     assert_eq!(manager, rendered.manager);
+    // A `.env.infra` that `sops` itself encrypted (its dotenv form, `sops_…` lines) is read by
+    // `infra check`, its MAC verified; a broken invariant inside it is still found.
+    let broken = std::fs::read_to_string(&rendered.infra_path).unwrap().replace(&rendered.infra["DB_PASSWORD"], "NotTheManagersPassword1");
+    let plain = dir.path().join("hand.env.infra");
+    std::fs::write(&plain, broken).unwrap();
+    let output = Command::new(&sops)
+        .args(["--disable-version-check", "--encrypt", "--input-type", "dotenv", "--output-type", "dotenv", "--age"])
+        .arg(common_recipient())
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", report(&output));
+    let encrypted = dir.path().join("sops.env.infra");
+    std::fs::write(&encrypted, &output.stdout).unwrap();
+    assert!(String::from_utf8_lossy(&output.stdout).contains("sops_mac="));
+    let identity = root().join("fixtures/demo/keys/age.txt");
+    let check = tfrs(&[
+        "infra",
+        "check",
+        encrypted.to_str().unwrap(),
+        rendered.manager_path.to_str().unwrap(),
+        "--age-identity",
+        identity.to_str().unwrap(),
+    ]);
+    assert_eq!(check.status.code(), Some(1), "{}", report(&check));
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.contains("DB_PASSWORD: differs from") && !stdout.contains("NotTheManagersPassword1"), "{stdout}");
+    let tampered = String::from_utf8_lossy(&output.stdout).replacen("DB_USER=ENC[AES256_GCM,data:", "DB_USER=ENC[AES256_GCM,data:AA", 1);
+    std::fs::write(&encrypted, tampered).unwrap();
+    let check = tfrs(&["infra", "check", encrypted.to_str().unwrap(), "--age-identity", identity.to_str().unwrap()]);
+    assert_eq!(check.status.code(), Some(2), "{}", report(&check));
+}
+
+/// The age recipient of the demo identity (DEV ONLY).
+fn common_recipient() -> String {
+    let identity = std::fs::read_to_string(root().join("fixtures/demo/keys/age.txt")).unwrap();
+    identity.lines().find_map(|l| l.strip_prefix("# public key: ")).unwrap().trim().to_owned()
 }
 
 #[path = "infra/services.rs"]

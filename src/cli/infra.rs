@@ -5,7 +5,7 @@ use super::infra_args::{InfraArgs, InfraCheckArgs, InfraCommand, InfraPlanArgs, 
 use crate::infra::check::{self, EnvFile, Role};
 use crate::infra::model::InfraSpec;
 use crate::infra::spec::Loaded;
-use crate::infra::{compose, plan, reuse, spec, variables};
+use crate::infra::{compose, dotenv, plan, reuse, spec, variables};
 use crate::secrets::MasterKey;
 use crate::secrets::sops;
 use crate::source::inputs;
@@ -227,10 +227,16 @@ fn read_env_file(path: &Path, identity: Option<&str>) -> anyhow::Result<EnvFile>
     let variables = if yaml_named {
         yaml_variables(&name, &text, identity)?
     } else {
-        check::parse_dotenv(&text).map_err(|lines| {
+        let variables = check::parse_dotenv(&text).map_err(|lines| {
             let lines: Vec<String> = lines.iter().map(ToString::to_string).collect();
             anyhow::anyhow!("`{name}` is not a dotenv file: line {} is not `NAME=value`", lines.join(", "))
-        })?
+        })?;
+        if dotenv::is_sops(&variables) {
+            let document = dotenv::sops_document(&variables).with_context(|| format!("`{name}`: malformed `sops_` lines"))?;
+            map_variables(&name, decrypt(&name, &document, identity)?, None)?
+        } else {
+            variables
+        }
     };
     let role = if file_name.starts_with("tfrsmanager_env") {
         Role::Manager
@@ -250,16 +256,25 @@ fn yaml_variables(name: &str, text: &str, identity: Option<&str>) -> anyhow::Res
     let [document] =
         <[_; 1]>::try_from(documents).map_err(|d: Vec<_>| anyhow::anyhow!("`{name}` must hold one document, found {}", d.len()))?;
     let json = document.to_json();
-    let (map, located) = if sops::is_sops(&json) {
-        let Some(identity) = identity else { bail!("`{name}` is SOPS-encrypted: pass `--age-identity FILE`") };
-        let mut plain = sops::decrypt(&json, identity).with_context(|| format!("cannot decrypt `{name}`"))?;
-        if let Some(map) = plain.as_object_mut() {
-            map.remove("sops");
-        }
-        (plain, false)
+    if sops::is_sops(&json) {
+        map_variables(name, decrypt(name, &json, identity)?, None)
     } else {
-        (json, true)
-    };
+        map_variables(name, json, Some(&document))
+    }
+}
+
+/// Opens a SOPS document (its MAC checked) without its `sops` block.
+fn decrypt(name: &str, document: &serde_json::Value, identity: Option<&str>) -> anyhow::Result<serde_json::Value> {
+    let Some(identity) = identity else { bail!("`{name}` is SOPS-encrypted: pass `--age-identity FILE`") };
+    let mut plain = sops::decrypt(document, identity).with_context(|| format!("cannot decrypt `{name}`"))?;
+    if let Some(map) = plain.as_object_mut() {
+        map.remove("sops");
+    }
+    Ok(plain)
+}
+
+/// The variables of a map (lines from `located`, the tree it was read from, when there is one).
+fn map_variables(name: &str, map: serde_json::Value, located: Option<&crate::spec::yaml::Node>) -> anyhow::Result<Vec<check::Variable>> {
     let Some(map) = map.as_object() else { bail!("`{name}` is not a map of variables") };
     let mut out = Vec::new();
     for (key, value) in map {
@@ -270,7 +285,7 @@ fn yaml_variables(name: &str, text: &str, identity: Option<&str>) -> anyhow::Res
             serde_json::Value::Null => String::new(),
             _ => bail!("`{name}`: `{key}` is not a single value"),
         };
-        let line = if located { document.get_key(key).map_or(0, |k| k.origin.line) } else { 0 };
+        let line = located.and_then(|tree| tree.get_key(key)).map_or(0, |k| k.origin.line);
         out.push((key.clone(), Zeroizing::new(text), line));
     }
     Ok(out)

@@ -12,11 +12,13 @@
 //! - [`compose`] writes the stack (no secret in it: `${VARIABLE}` references);
 //! - [`plan`] writes the Infisical bootstrap as a checklist and as JSON;
 //! - [`reuse`] keeps an encrypted file byte for byte while its values are unchanged;
+//! - [`dotenv`] reads a dotenv file `sops` encrypted;
 //! - [`check`] finds the broken invariants of existing files, never printing a value;
 //! - [`rules`] holds what both the spec and the check hold values to.
 
 pub mod check;
 pub mod compose;
+pub mod dotenv;
 pub mod model;
 pub mod plan;
 pub mod reuse;
