@@ -156,11 +156,41 @@ fn a_plaintext_copy_inside_the_output_directory_is_refused_and_nothing_is_writte
     assert_eq!(output.status.code(), Some(2), "{}", report(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("is inside `--out"), "{}", report(&output));
     assert!(!out.exists());
+    // A plaintext path that cannot be written (no such directory): no file is replaced, not
+    // even the ones that could be.
+    let first = render(dir.path());
+    let before: Vec<Vec<u8>> =
+        ["docker-compose.cloud.yml", "env.infra.sops.yaml"].iter().map(|f| std::fs::read(first.out.join(f)).unwrap()).collect();
+    let rotated = dir.path().join("rotated.yaml");
+    std::fs::write(&rotated, format!("{}  rotation:\n    DB_PASSWORD: 3\n", std::fs::read_to_string(root().join(SPEC)).unwrap())).unwrap();
+    let nowhere = dir.path().join("no/such/dir/.env.infra");
+    let output = tfrs(&[
+        "infra",
+        "render",
+        rotated.to_str().unwrap(),
+        "--master-key-file",
+        key.to_str().unwrap(),
+        "--out",
+        first.out.to_str().unwrap(),
+        "--plaintext-out",
+        nowhere.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    let after: Vec<Vec<u8>> =
+        ["docker-compose.cloud.yml", "env.infra.sops.yaml"].iter().map(|f| std::fs::read(first.out.join(f)).unwrap()).collect();
+    assert_eq!(after, before, "a failed render replaced files");
+    let leftovers: Vec<String> = std::fs::read_dir(&first.out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
     // No master key: an environment error that says how to give one, and nothing written.
-    let output = tfrs(&["infra", "render", SPEC, "--out", out.to_str().unwrap()]);
+    let elsewhere = dir.path().join("elsewhere");
+    let output = tfrs(&["infra", "render", SPEC, "--out", elsewhere.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2), "{}", report(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--master-key-file"), "{}", report(&output));
-    assert!(!out.exists());
+    assert!(!elsewhere.exists());
 }
 
 #[test]

@@ -100,13 +100,12 @@ fn run_render(args: &InfraRenderArgs, stdout: &mut dyn Write) -> anyhow::Result<
     .flatten()
     .collect();
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out.display()))?;
-    for (name, text) in &files {
-        write_atomic(&args.out.join(name), text.as_bytes(), 0o644)?;
-        writeln!(stdout, "wrote {}", args.out.join(name).display())?;
-    }
-    for (path, text) in &plaintext {
-        write_atomic(path, text.as_bytes(), 0o600)?;
-        writeln!(stdout, "wrote {} (plaintext, mode 0600: keep it off Git)", path.display())?;
+    let mut targets: Vec<(PathBuf, &[u8], u32)> = files.iter().map(|(name, text)| (args.out.join(name), text.as_bytes(), 0o644)).collect();
+    targets.extend(plaintext.iter().map(|(path, text)| ((*path).clone(), text.as_bytes(), 0o600)));
+    write_all(&targets)?;
+    for (path, _, mode) in &targets {
+        let note = if *mode == 0o600 { " (plaintext, mode 0600: keep it off Git)" } else { "" };
+        writeln!(stdout, "wrote {}{note}", path.display())?;
     }
     Ok(Status::Success)
 }
@@ -167,23 +166,37 @@ fn refuse_inside(plaintext: &Path, out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to a temporary file next to `path` (created with `mode`), then renames it
-/// over `path`: a reader sees the old file or the new one, never a part.
-fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+/// Writes every file, each to a temporary file next to its path (created with its mode), and
+/// only when all are written renames each over its path: a failure while writing (a full disk,
+/// a missing directory) leaves every file as it was, and a reader sees an old file or a new
+/// one, never a part.
+fn write_all(targets: &[(PathBuf, &[u8], u32)]) -> anyhow::Result<()> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = dir.join(format!(".{name}.tfrs-{}.tmp", std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
+    let temp_of = |path: &Path| {
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        dir.join(format!(".{name}.tfrs-{}.tmp", std::process::id()))
+    };
+    let mut written: Vec<(PathBuf, &Path)> = Vec::new();
+    for (path, bytes, mode) in targets {
+        let temp = temp_of(path);
+        let result = std::fs::OpenOptions::new().write(true).create_new(true).mode(*mode).open(&temp).and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.sync_all()
+        });
+        if let Err(error) = result {
+            let _ = std::fs::remove_file(&temp);
+            for (temp, _) in &written {
+                let _ = std::fs::remove_file(temp);
+            }
+            return Err(error).with_context(|| format!("cannot write `{}`", path.display()));
+        }
+        written.push((temp, path));
     }
-    result.with_context(|| format!("cannot write `{}`", path.display()))
+    for (temp, path) in &written {
+        std::fs::rename(temp, path).with_context(|| format!("cannot write `{}`", path.display()))?;
+    }
+    Ok(())
 }
 
 fn run_plan(args: &InfraPlanArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
