@@ -156,6 +156,19 @@ fn a_plaintext_copy_inside_the_output_directory_is_refused_and_nothing_is_writte
     assert_eq!(output.status.code(), Some(2), "{}", report(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("is inside `--out"), "{}", report(&output));
     assert!(!out.exists());
+    let sneaky = out.join("../out/sub/.env.infra");
+    let output = tfrs(&[
+        "infra",
+        "render",
+        SPEC,
+        "--master-key-file",
+        key.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--plaintext-out",
+        sneaky.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
     // A plaintext path that cannot be written (no such directory): no file is replaced, not
     // even the ones that could be.
     let first = render(dir.path());

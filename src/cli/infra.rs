@@ -152,11 +152,23 @@ fn manager_yaml(values: &variables::Values) -> anyhow::Result<Zeroizing<String>>
 /// A plaintext path inside the output directory would put plaintext next to the files meant
 /// for the repository.
 fn refuse_inside(plaintext: &Path, out: &Path) -> anyhow::Result<()> {
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let (plaintext_abs, out_abs) = (absolute(plaintext), absolute(out));
-    let parent = plaintext_abs.parent().map(absolute).unwrap_or_default();
-    let resolved = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    if resolved(&parent).starts_with(resolved(&out_abs)) {
+    // Absolute, `..` folded away, then symlinks resolved where the path exists.
+    let normal = |p: &Path| {
+        let absolute = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let mut folded = PathBuf::new();
+        for component in absolute.components() {
+            match component {
+                std::path::Component::ParentDir => {
+                    folded.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => folded.push(other),
+            }
+        }
+        std::fs::canonicalize(&folded).unwrap_or(folded)
+    };
+    let parent = normal(plaintext).parent().map(Path::to_path_buf).unwrap_or_default();
+    if normal(&parent).starts_with(normal(out)) {
         bail!(
             "`{}` is inside `--out {}`: the plaintext copy would sit next to the files meant for the repository\n  hint: write it outside the output directory, e.g. `/opt/tfrs/.env.infra` on the server",
             plaintext.display(),

@@ -203,12 +203,12 @@ fn check_infisical(spec: &InfraSpec, error: &mut Report<'_>) {
         Some(_) => {}
     }
     if infisical.environment != environment {
-        let help =
-            if rules::environment_slug(&infisical.environment.to_ascii_lowercase()).is_some() || infisical.environment == "Production" {
-                "the environment slug is lowercase (`staging`, `beta`, `prod`), not the display name"
-            } else {
-                "the instance of an environment holds the project's environment of the same slug"
-            };
+        let display_name = infisical.environment.chars().any(|c| c.is_ascii_uppercase() || c == ' ');
+        let help = if display_name {
+            "the environment slug is lowercase (`staging`, `beta`, `prod`), not the display name"
+        } else {
+            "the instance of an environment holds the project's environment of the same slug"
+        };
         error("spec.infisical.environment", format!("expected the environment slug `{environment}` (spec.environment)"), Some(help));
     }
     if rules::looks_like_project_id(&infisical.project_slug) {
