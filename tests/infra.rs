@@ -64,6 +64,12 @@ fn render(dir: &Path) -> Rendered {
         manager_path.to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("wrote ")).count(), 8, "{stdout}");
+    assert!(
+        stdout.lines().last().is_some_and(|l| l.starts_with("rendered the staging infrastructure into ") && l.ends_with("(8 files)")),
+        "{stdout}"
+    );
     let infra = std::fs::read_to_string(&infra_path).unwrap();
     let infra = infra
         .lines()
@@ -466,9 +472,18 @@ fn a_re_render_keeps_unchanged_encrypted_files_byte_for_byte() {
     let out = dir.path().join("out");
     let key = root().join("fixtures/demo/keys/master.key");
     let render = || {
-        let output =
-            tfrs(&["infra", "render", spec.to_str().unwrap(), "--master-key-file", key.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        let output = tfrs(&[
+            "infra",
+            "render",
+            spec.to_str().unwrap(),
+            "--master-key-file",
+            key.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ]);
         assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+        assert_eq!(String::from_utf8_lossy(&output.stdout).lines().count(), 1, "{}", report(&output));
         ["env.infra.sops.yaml", "tfrsmanager_env.staging.yml", ".tfrs-infra-fingerprints.json"].map(|f| std::fs::read(out.join(f)).unwrap())
     };
     let first = render();

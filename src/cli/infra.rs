@@ -103,10 +103,11 @@ fn run_render(args: &InfraRenderArgs, stdout: &mut dyn Write) -> anyhow::Result<
     let mut targets: Vec<(PathBuf, &[u8], u32)> = files.iter().map(|(name, text)| (args.out.join(name), text.as_bytes(), 0o644)).collect();
     targets.extend(plaintext.iter().map(|(path, text)| ((*path).clone(), text.as_bytes(), 0o600)));
     write_all(&targets)?;
-    for (path, _, mode) in &targets {
+    for (path, _, mode) in targets.iter().filter(|_| !args.quiet) {
         let note = if *mode == 0o600 { " (plaintext, mode 0600: keep it off Git)" } else { "" };
         writeln!(stdout, "wrote {}{note}", path.display())?;
     }
+    writeln!(stdout, "rendered the {environment} infrastructure into {} ({} files)", args.out.display(), targets.len())?;
     Ok(Status::Success)
 }
 

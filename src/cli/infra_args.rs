@@ -60,6 +60,9 @@ pub struct InfraRenderArgs {
     /// Also write the manager's environment values in plaintext to this path (mode 0600).
     #[arg(long, value_name = "PATH")]
     pub manager_plaintext_out: Option<PathBuf>,
+    /// Print only the result line, not each file written.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `tfrs infra check`.
