@@ -128,6 +128,14 @@ pub const CATALOG: &[Pin] = &[
     image("prometheus", "quay.io/prometheus/prometheus", "v3.14.0"),
     image("otel-collector", "otel/opentelemetry-collector-contrib", "0.158.0"),
     image("vector", "timberio/vector", "0.57.0-debian"),
+    // Central infrastructure (`tfrs infra render`): the compose stack on the platform's own
+    // server, each overridable in the TFRInfra spec.
+    overridden_by(image("infra-postgres", "postgres", "16.1"), "TFRInfra spec.postgres.image"),
+    overridden_by(image("infra-redis", "redis", "7.4.2-alpine"), "TFRInfra spec.redis.image"),
+    overridden_by(image("infra-timescaledb", "timescale/timescaledb", "2.17.2-pg16"), "TFRInfra spec.timescaledb.image"),
+    overridden_by(image("infisical", "infisical/infisical", "v0.161.11"), "TFRInfra spec.infisical.image"),
+    overridden_by(image("infisical-postgres", "postgres", "16.6-alpine"), "TFRInfra spec.infisical.postgres.image"),
+    overridden_by(image("infisical-redis", "redis", "7.4.2-alpine"), "TFRInfra spec.infisical.redis.image"),
     // APIs the tree is written against; the cluster runs these already.
     api("flux", "v2.9.4", "https://github.com/fluxcd/flux2"),
     api("argo-cd", "v3.5.1", "https://github.com/argoproj/argo-cd"),

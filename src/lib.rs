@@ -16,15 +16,19 @@
 //!
 //! [`object::ObjectId`] is the one identity of an object across all of them.
 //!
-//! The purity rule: [`spec`], [`render`] and [`secrets`] do no I/O and read no clock, environment
-//! or randomness (the clock, secret inputs and RNG are passed in). Only [`source`],
-//! [`pipeline`] (the sealing certificate), [`tree::write`], [`git`], [`reconcile`] and [`cli`]
-//! touch the outside world.
+//! Beside the pipeline, [`infra`] (pure) renders and checks the central infrastructure of an
+//! environment (the compose stack on the platform's own server and its credentials).
+//!
+//! The purity rule: [`spec`], [`render`], [`secrets`] and [`infra`] do no I/O and read no
+//! clock, environment or randomness (the clock, secret inputs and RNG are passed in). Only
+//! [`source`], [`pipeline`] (the sealing certificate), [`tree::write`], [`git`], [`reconcile`]
+//! and [`cli`] touch the outside world.
 
 pub mod audit;
 pub mod catalog;
 pub mod cli;
 pub mod git;
+pub mod infra;
 pub mod layout;
 pub mod live;
 pub mod manifest;

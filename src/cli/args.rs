@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub use super::infra_args::InfraArgs;
 pub use super::live_args::{BootstrapArgs, CertArgs, Connection, ProgressFormat, ReconcileArgs};
 
 /// Render the TFRS platform (TFRCluster, TFRTenant, TFRServer) into sealed, GitOps-ready
@@ -71,6 +72,10 @@ pub enum Command {
     /// The sealing certificate: `tfrs cert fetch` reads the controller's public certificate
     /// from the cluster (what `kubeseal --fetch-cert` does), after the cluster guard.
     Cert(CertArgs),
+    /// The central infrastructure of an environment (a `TFRInfra` spec): `render` its compose
+    /// stack, `.env.infra` and the manager's matching values, `check` existing files against
+    /// their invariants, print the Infisical bootstrap `plan`. See docs/infra.md.
+    Infra(InfraArgs),
     /// Draw the component dependency graph (mermaid or Graphviz dot).
     Graph(GraphArgs),
     /// List the rendered commits of a branch with their provenance: the specs' commit (and

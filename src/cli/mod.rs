@@ -16,6 +16,8 @@ mod diff_live;
 mod diff_markdown;
 mod diff_report;
 mod graph;
+mod infra;
+mod infra_args;
 mod kube;
 mod live_args;
 mod log;
@@ -96,6 +98,7 @@ pub fn run() -> Status {
         args::Command::Reconcile(a) => reconcile::run(&a, &mut stdout),
         args::Command::Bootstrap(a) => bootstrap::run(&a, &mut stdout),
         args::Command::Cert(a) => cert::run(&a, &mut stdout),
+        args::Command::Infra(a) => infra::run(&a, &mut stdout),
         args::Command::Version(a) => version::run(&a, &mut stdout),
         args::Command::Completions(a) => completions::run(&a, &mut stdout),
         args::Command::Man(a) => man::run(&a, &mut stdout),

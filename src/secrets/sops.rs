@@ -27,6 +27,9 @@ use zeroize::Zeroizing;
 pub const VERSION: &str = "3.11.0";
 /// The encryption rule we write: everything under `data` / `stringData`.
 pub const ENCRYPTED_REGEX: &str = "^(data|stringData)$";
+/// sops's default rule, which [`Rule::Every`] writes: a key ending so stays plaintext (we write
+/// no such key).
+pub const UNENCRYPTED_SUFFIX: &str = "_unencrypted";
 
 type Cipher = AesGcm<Aes256, U32>;
 
@@ -159,6 +162,7 @@ struct Encrypter<'a, R: ?Sized> {
     key: &'a [u8; 32],
     mac: Sha512,
     rng: &'a mut R,
+    rule: Rule,
 }
 
 impl<R: CryptoRng + ?Sized> Encrypter<'_, R> {
@@ -178,7 +182,11 @@ impl<R: CryptoRng + ?Sized> Encrypter<'_, R> {
                 let Some(bytes) = leaf_bytes(leaf) else { return leaf.clone() };
                 let bytes = Zeroizing::new(bytes);
                 self.mac.update(&bytes);
-                if !should_encrypt(path) || (leaf.is_string() && bytes.is_empty()) {
+                let encrypted = match self.rule {
+                    Rule::DataOnly => should_encrypt(path),
+                    Rule::Every => !path.last().is_some_and(|k| k.ends_with(UNENCRYPTED_SUFFIX)),
+                };
+                if !encrypted || (leaf.is_string() && bytes.is_empty()) {
                     return leaf.clone();
                 }
                 let kind = match leaf {
@@ -202,6 +210,32 @@ impl<R: CryptoRng + ?Sized> Encrypter<'_, R> {
 ///
 /// Not a map, a `sops` key present, no or invalid recipients, bad `lastmodified`.
 pub fn encrypt<R: CryptoRng + ?Sized>(document: &Json, recipients: &[String], lastmodified: &str, rng: &mut R) -> Result<Json, Error> {
+    encrypt_with(document, recipients, lastmodified, Rule::DataOnly, rng)
+}
+
+/// Which values a SOPS file encrypts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Only values under `data` / `stringData` (`encrypted_regex: ^(data|stringData)$`): a
+    /// Kubernetes Secret whose metadata stays readable.
+    DataOnly,
+    /// Every value (sops's own default, written as `unencrypted_suffix: _unencrypted`): a flat
+    /// file of variables, as `sops -e` encrypts a `.yaml` or dotenv file.
+    Every,
+}
+
+/// [`encrypt`] with the encryption rule chosen.
+///
+/// # Errors
+///
+/// As [`encrypt`].
+pub fn encrypt_with<R: CryptoRng + ?Sized>(
+    document: &Json,
+    recipients: &[String],
+    lastmodified: &str,
+    rule: Rule,
+    rng: &mut R,
+) -> Result<Json, Error> {
     let Some(map) = document.as_object() else { return Err(Error::Input("the document is not a map".to_owned())) };
     if map.contains_key("sops") {
         return Err(Error::Input("a top-level `sops` key is reserved".to_owned()));
@@ -218,7 +252,7 @@ pub fn encrypt<R: CryptoRng + ?Sized>(document: &Json, recipients: &[String], la
         .collect::<Result<_, _>>()?;
     let mut key = Zeroizing::new([0u8; 32]);
     rng.fill_bytes(key.as_mut_slice());
-    let mut encrypter = Encrypter { key: &key, mac: Sha512::new(), rng };
+    let mut encrypter = Encrypter { key: &key, mac: Sha512::new(), rng, rule };
     let mut out = match encrypter.walk(document, &mut Vec::new()) {
         Json::Object(out) => out,
         _ => unreachable!("a map walks to a map"),
@@ -241,7 +275,10 @@ pub fn encrypt<R: CryptoRng + ?Sized>(document: &Json, recipients: &[String], la
     sops.insert("age".to_owned(), Json::Array(age_entries));
     sops.insert("lastmodified".to_owned(), Json::String(lastmodified.to_owned()));
     sops.insert("mac".to_owned(), Json::String(mac));
-    sops.insert("encrypted_regex".to_owned(), Json::String(ENCRYPTED_REGEX.to_owned()));
+    match rule {
+        Rule::DataOnly => sops.insert("encrypted_regex".to_owned(), Json::String(ENCRYPTED_REGEX.to_owned())),
+        Rule::Every => sops.insert("unencrypted_suffix".to_owned(), Json::String(UNENCRYPTED_SUFFIX.to_owned())),
+    };
     sops.insert("version".to_owned(), Json::String(VERSION.to_owned()));
     out.insert("sops".to_owned(), Json::Object(sops));
     Ok(Json::Object(out))
@@ -374,6 +411,20 @@ pub fn decrypt(document: &Json, identity_text: &str) -> Result<Json, Error> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn every_value_rule_encrypts_a_flat_file_and_opens_again() {
+        let document = serde_json::json!({ "DB_PASSWORD": "s3cret-value", "EMPTY": "", "PORT": 5432 });
+        let mut rng = StdRng::seed_from_u64(2);
+        let encrypted = encrypt_with(&document, &[RECIPIENT.to_owned()], "2026-01-02T03:04:05Z", Rule::Every, &mut rng).unwrap();
+        assert!(encrypted["DB_PASSWORD"].as_str().unwrap().starts_with("ENC[AES256_GCM,"));
+        assert!(encrypted["PORT"].as_str().unwrap().ends_with(",type:int]"));
+        assert_eq!(encrypted["EMPTY"], "");
+        assert_eq!(encrypted["sops"]["unencrypted_suffix"], UNENCRYPTED_SUFFIX);
+        assert!(encrypted["sops"].get("encrypted_regex").is_none());
+        assert!(!encrypted.to_string().contains("s3cret-value"));
+        assert_eq!(decrypt(&encrypted, IDENTITY).unwrap(), document);
+    }
     use rand::SeedableRng;
     use rand::rngs::StdRng;
     use serde_json::json;

@@ -425,7 +425,9 @@ fn read_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
                     "kind",
                     format!("unknown kind {}, expected one of `TFRCluster`, `TFRTenant`, `TFRServer`", node.describe()),
                 );
-                if let Some(close) = node.as_str().and_then(|k| did_you_mean(k, names)) {
+                if node.as_str() == Some("TFRInfra") {
+                    diagnostic = diagnostic.with_help("a `TFRInfra` spec is read alone by `tfrs infra render` and `tfrs infra plan`");
+                } else if let Some(close) = node.as_str().and_then(|k| did_you_mean(k, names)) {
                     diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
                 }
                 out.push(diagnostic);

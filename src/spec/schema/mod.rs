@@ -62,14 +62,20 @@ impl Kind {
 /// and `apiVersion` / `kind` pinned to their constants.
 #[must_use]
 pub fn export(kind: Kind) -> Json {
-    let mut schema = kind.raw_schema();
+    export_document(kind.raw_schema(), kind.as_str())
+}
+
+/// [`export`] for any document schema of kind `kind` (a kind read outside the platform's
+/// specs, such as `TFRInfra`).
+#[must_use]
+pub fn export_document(mut schema: Json, kind: &str) -> Json {
     replace_checks(&mut schema);
     if let Some(properties) = schema.get_mut("properties").and_then(Json::as_object_mut) {
         properties.insert("apiVersion".into(), serde_json::json!({ "const": super::model::API_VERSION, "type": "string" }));
-        properties.insert("kind".into(), serde_json::json!({ "const": kind.as_str(), "type": "string" }));
+        properties.insert("kind".into(), serde_json::json!({ "const": kind, "type": "string" }));
     }
     if let Some(object) = schema.as_object_mut() {
-        object.insert("title".into(), Json::from(kind.as_str()));
+        object.insert("title".into(), Json::from(kind));
     }
     schema
 }
