@@ -137,8 +137,7 @@ fn encrypted_files(
                 crate::manifest::to_yaml(&document).context("cannot write YAML")?
             }
         };
-        let mac = reuse::mac_of(&text).context("an encrypted file without its MAC")?;
-        fingerprints.insert(name.clone(), reuse::fingerprint(key, &name, values, recipients, &mac));
+        fingerprints.insert(name.clone(), reuse::fingerprint(key, &name, values, recipients, &text));
         texts.push(text);
     }
     let manager_text = texts.pop().unwrap_or_default();

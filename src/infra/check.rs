@@ -162,16 +162,46 @@ fn check_file(file: &EnvFile, out: &mut Vec<Finding>) {
     check_project(file, out);
 }
 
+/// Credentials that go into connection URLs (`postgres://user:password@…`, `redis://:password@…`)
+/// or unquoted shell and dotenv lines: `@ / : % + =` or spaces there break the connection, which
+/// is why generated ones are alphanumeric.
+const URL_SAFE: [&str; 8] = [
+    "DB_USER",
+    "DB_PASSWORD",
+    "REDIS_PASSWORD",
+    "OTLP_TS_USER",
+    "OTLP_TS_PASSWORD",
+    "INFISICAL_PG_PASSWORD",
+    "INFISICAL_REDIS_PASSWORD",
+    "DB_NAME",
+];
+
 /// The length and alphabet rules of the keys.
 fn check_formats(file: &EnvFile, out: &mut Vec<Finding>) {
     if let Some((value, _)) = file.get("SECRET_ENCRYPTION_KEY") {
-        let count = value.chars().count();
-        if count != 32 {
+        // NB: the manager uses the key's bytes as an AES-256 key: 32 bytes, so 32 ASCII
+        // characters (a non-ASCII character is several bytes).
+        let (count, bytes) = (value.chars().count(), value.len());
+        if bytes != 32 || !value.is_ascii() {
+            let found =
+                if value.is_ascii() { format!("{count} characters") } else { format!("{count} characters, {bytes} bytes (not all ASCII)") };
             finding(
                 out,
                 file,
                 "SECRET_ENCRYPTION_KEY",
-                format!("has {count} characters; it must be exactly 32 (used as raw bytes, not hex-decoded)"),
+                format!("has {found}; it must be exactly 32 ASCII characters (used as raw bytes, not hex-decoded)"),
+            );
+        }
+    }
+    for name in URL_SAFE {
+        if let Some((value, _)) = file.get(name)
+            && !value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+        {
+            finding(
+                out,
+                file,
+                name,
+                "has characters a connection URL or an unquoted line cannot carry (only letters, digits, `_`, `-` and `.`; re-render or remove `@ / : % + =` and spaces)",
             );
         }
     }
@@ -326,5 +356,19 @@ mod tests {
         let text: Vec<String> = found.iter().map(ToString::to_string).collect();
         assert!(text.iter().any(|t| t == "m: JWT_SECRET: missing"), "{text:#?}");
         assert!(text.iter().any(|t| t.starts_with("m:9: DB_PASSWORD: set twice (first on line 1)")), "{text:#?}");
+    }
+
+    #[test]
+    fn credentials_that_break_urls_and_keys_of_32_characters_but_not_32_bytes() {
+        let manager = MANAGER
+            .replace("DB_PASSWORD=a1", "DB_PASSWORD=ab@c/d:e%f")
+            .replace("SECRET_ENCRYPTION_KEY=0123456789abcdef0123456789abcdef", &format!("SECRET_ENCRYPTION_KEY={}\u{e9}", "e".repeat(31)));
+        let infra = INFRA.replace("DB_PASSWORD=a1", "DB_PASSWORD=ab@c/d:e%f");
+        let found = check(&[file(".env.infra", Role::Infra, &infra), file("m.yml", Role::Manager, &manager)]);
+        let text: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert!(text.iter().any(|t| t.starts_with("m.yml:1: DB_PASSWORD: has characters a connection URL")), "{text:#?}");
+        assert!(text.iter().any(|t| t.starts_with(".env.infra:") && t.contains("DB_PASSWORD: has characters")), "{text:#?}");
+        assert!(text.iter().any(|t| t.contains("SECRET_ENCRYPTION_KEY: has 32 characters, 33 bytes (not all ASCII)")), "{text:#?}");
+        assert!(text.iter().all(|t| !t.contains("ab@c")), "{text:#?}");
     }
 }

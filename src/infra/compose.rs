@@ -134,7 +134,7 @@ pub fn compose(spec: &InfraSpec) -> Json {
     .into_iter()
     .map(|name| (name.clone(), json!({ "name": name })))
     .collect();
-    json!({
+    let mut document = json!({
         "services": {
             "postgres": postgres,
             "redis": redis,
@@ -145,7 +145,43 @@ pub fn compose(spec: &InfraSpec) -> Json {
         },
         "networks": { NETWORK: { "name": NETWORK } },
         "volumes": volumes,
-    })
+    });
+    required(&mut document);
+    document
+}
+
+/// Makes every `${VARIABLE}` reference required (`${VARIABLE:?…}`): without `--env-file
+/// .env.infra` compose reads `.env`, and an unset password would start Redis with
+/// `--requirepass ""` (no authentication) and Infisical with an empty key. `$${…}` (the
+/// container's own variables) is left alone.
+fn required(value: &mut Json) {
+    match value {
+        Json::String(text) => {
+            let mut out = String::with_capacity(text.len());
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find('$') {
+                out.push_str(&rest[..at]);
+                let tail = &rest[at..];
+                if let Some(escaped) = tail.strip_prefix("$$") {
+                    out.push_str("$$");
+                    rest = escaped;
+                } else if let Some((name, after)) = tail.strip_prefix("${").and_then(|t| t.split_once('}'))
+                    && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                {
+                    out.push_str(&format!("${{{name}:?{name} is not set: run compose with --env-file .env.infra}}"));
+                    rest = after;
+                } else {
+                    out.push('$');
+                    rest = &tail[1..];
+                }
+            }
+            out.push_str(rest);
+            *text = out;
+        }
+        Json::Array(items) => items.iter_mut().for_each(required),
+        Json::Object(map) => map.values_mut().for_each(required),
+        _ => {}
+    }
 }
 
 fn infisical_service(spec: &InfraSpec) -> Json {
@@ -163,6 +199,9 @@ fn infisical_service(spec: &InfraSpec) -> Json {
         },
         "environment": {
             "NODE_ENV": "production",
+            // NB: the image sets a 2048 MB heap; the heap follows the memory limit instead (three
+            // quarters of it), so Node is not killed for a heap the limit cannot hold.
+            "NODE_OPTIONS": format!("--max-old-space-size={}", rules::memory_bytes(&spec.infisical.memory_limit).unwrap_or(2 << 30) * 3 / 4 / (1 << 20)),
             "ENCRYPTION_KEY": "${INFISICAL_ENCRYPTION_KEY}",
             "AUTH_SECRET": "${INFISICAL_AUTH_SECRET}",
             "SITE_URL": "${INFISICAL_SITE_URL}",
@@ -222,7 +261,10 @@ mod tests {
         // No credential is written into the file: only references compose fills in.
         let text = serde_json::to_string(&document).unwrap();
         for variable in ["DB_PASSWORD", "REDIS_PASSWORD", "OTLP_TS_PASSWORD", "INFISICAL_ENCRYPTION_KEY", "INFISICAL_AUTH_SECRET"] {
-            assert!(text.contains(&format!("${{{variable}}}")), "{variable}");
+            assert!(text.contains(&format!("${{{variable}:?{variable} is not set")), "{variable}");
         }
+        // Every reference is required; the container's own `$${…}` is untouched.
+        assert!(!text.contains("${DB_PASSWORD}") && text.contains("$${REDIS_PASSWORD}"), "{text}");
+        assert_eq!(services["infisical"]["environment"]["NODE_OPTIONS"], "--max-old-space-size=1536");
     }
 }

@@ -109,15 +109,29 @@ pub fn compose_memory(bytes: u64) -> String {
 ///
 /// What is wrong with the reference.
 pub fn pinned_image(reference: &str) -> Result<(), &'static str> {
-    if reference.contains('@') {
-        return Ok(());
+    if reference.chars().any(char::is_whitespace) {
+        return Err("an image reference without spaces");
     }
-    let last = reference.rsplit('/').next().unwrap_or(reference);
+    let (name, digest) = match reference.split_once('@') {
+        Some((name, digest)) => (name, Some(digest)),
+        None => (reference, None),
+    };
+    if let Some(digest) = digest {
+        // NB: a digest is `sha256:` and 64 hex digits; anything else never resolves.
+        let hex = digest.strip_prefix("sha256:").unwrap_or_default();
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+            return Err("a digest of the form `sha256:` and 64 lowercase hex digits");
+        }
+    }
+    let last = name.rsplit('/').next().unwrap_or(name);
     match last.split_once(':') {
+        None if digest.is_some() => Ok(()),
         None => Err("an image pinned by tag (`repository:tag`), found no tag"),
-        Some((_, "latest")) => Err("an image pinned to a release, found the moving tag `latest`"),
         Some((_, "")) => Err("an image pinned by tag (`repository:tag`), found an empty tag"),
-        Some(_) if reference.chars().any(char::is_whitespace) => Err("an image reference without spaces"),
+        // NB: `latest` moves, and so do `latest-pg16`-style tags, unless a digest pins them.
+        Some((_, tag)) if digest.is_none() && tag.split(['-', '_', '.']).any(|part| part == "latest") => {
+            Err("an image pinned to a release, found a moving `latest` tag")
+        }
         Some(_) => Ok(()),
     }
 }
@@ -185,7 +199,12 @@ mod tests {
         assert!(pinned_image("registry.example.com:5000/postgres").is_err());
         assert!(pinned_image("infisical/infisical:latest").is_err());
         assert!(pinned_image("postgres").is_err());
-        assert!(pinned_image("postgres@sha256:abc").is_ok());
+        assert!(pinned_image("postgres@sha256:abc").is_err(), "not a digest");
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        assert!(pinned_image(&format!("postgres@{digest}")).is_ok());
+        assert!(pinned_image(&format!("redis:7.4.2-alpine@{digest}")).is_ok());
+        assert!(pinned_image("timescale/timescaledb:latest-pg16").is_err());
+        assert!(pinned_image("timescale/timescaledb:2.17.2-pg16").is_ok());
         assert!(is_volume_name("tfrs_tsdata") && !is_volume_name("_x") && !is_volume_name("a b"));
         assert!(is_sql_name("tfrs_billing") && !is_sql_name("Tfrs") && !is_sql_name("1a") && !is_sql_name("a-b"));
     }
