@@ -138,22 +138,9 @@ fn json_schema_covers_the_three_kinds() {
     }
 }
 
-/// Finds an outside tool on PATH or in the CI venv; under `CI=true` a missing tool fails.
-fn outside_tool(name: &str) -> Option<PathBuf> {
-    let venv = root().join("target/venv/bin").join(name);
-    if venv.exists() {
-        return Some(venv);
-    }
-    let on_path = std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.exists()));
-    if on_path.is_none() && std::env::var("CI").as_deref() == Ok("true") {
-        panic!("`{name}` is required under CI=true (.ci/run installs it)");
-    }
-    on_path
-}
-
 #[test]
 fn crds_pass_kubernetes_validate() {
-    let Some(tool) = outside_tool("kubernetes-validate") else {
+    let Some(tool) = common::outside_tool("kubernetes-validate") else {
         eprintln!("skipped: kubernetes-validate not installed (run .ci/run)");
         return;
     };
@@ -171,7 +158,7 @@ fn crds_pass_kubernetes_validate() {
 #[test]
 fn demo_examples_match_the_exported_json_schema() {
     // The demo is the richest valid input: every document must satisfy the editor schema too.
-    let Some(python) = outside_tool("python3") else { return };
+    let Some(python) = common::outside_tool("python3") else { return };
     let has_jsonschema = Command::new(&python).args(["-c", "import jsonschema, yaml"]).status().is_ok_and(|s| s.success());
     if !has_jsonschema {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "python jsonschema + pyyaml are required under CI=true");

@@ -6,32 +6,13 @@
 
 mod common;
 
-use common::{report, root, tfrs_command};
+use common::{ci, report, root, tfrs_command};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const SPEC: &str = "fixtures/infra/staging.yaml";
-
-fn ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
-/// A tool from PATH (or `target/venv/bin`), or `None` with one line; under `CI=true` a
-/// missing tool fails (`.ci/run` installs it).
-fn outside_tool(name: &str) -> Option<PathBuf> {
-    let venv = root().join("target/venv/bin").join(name);
-    if venv.exists() {
-        return Some(venv);
-    }
-    let found = std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.is_file()));
-    if found.is_none() {
-        assert!(!ci(), "`{name}` is required under CI=true (.ci/run installs it)");
-        eprintln!("skipped: `{name}` not installed (run .ci/run)");
-    }
-    found
-}
 
 fn tfrs(args: &[&str]) -> Output {
     tfrs_command().args(args).env_remove("TFRS_MASTER_KEY").output().expect("the tfrs binary runs")
@@ -513,4 +494,13 @@ fn the_platform_commands_point_an_infra_spec_at_tfrs_infra() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("fixtures/infra/staging.yaml:10:7: kind: unknown kind"), "{stderr}");
     assert!(stderr.contains("read alone by `tfrs infra render` and `tfrs infra plan`"), "{stderr}");
+}
+
+/// [`common::outside_tool`], with the skip line.
+fn outside_tool(name: &str) -> Option<PathBuf> {
+    let found = common::outside_tool(name);
+    if found.is_none() {
+        eprintln!("skipped: `{name}` not installed (run .ci/run)");
+    }
+    found
 }

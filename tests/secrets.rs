@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::ci;
 use serde_json::{Value as Json, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,24 +22,6 @@ fn root() -> PathBuf {
 
 fn demo(file: &str) -> PathBuf {
     root().join("fixtures/demo/keys").join(file)
-}
-
-fn ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
-/// Finds an outside tool in the CI venv or on PATH; under `CI=true` a missing tool fails.
-fn outside_tool(name: &str) -> Option<PathBuf> {
-    let venv = root().join("target/venv/bin").join(name);
-    if venv.exists() {
-        return Some(venv);
-    }
-    let found = std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.exists()));
-    if found.is_none() {
-        assert!(!ci(), "`{name}` is required under CI=true (.ci/run installs it)");
-        eprintln!("skipped: `{name}` not installed (run .ci/run)");
-    }
-    found
 }
 
 /// A Python that can import `module`.
@@ -332,4 +315,13 @@ fn a_certificate_close_to_expiry_warns() {
     let output = tfrs(&["render", &spec, "--master-key-file", "fixtures/demo/keys/master.key", "--out", &out]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(!String::from_utf8_lossy(&output.stderr).contains("warning"), "{}", text(&output));
+}
+
+/// [`common::outside_tool`], with the skip line.
+fn outside_tool(name: &str) -> Option<PathBuf> {
+    let found = common::outside_tool(name);
+    if found.is_none() {
+        eprintln!("skipped: `{name}` not installed (run .ci/run)");
+    }
+    found
 }

@@ -145,3 +145,22 @@ pub fn directory_uri(dir: &std::path::Path) -> String {
     uri.push('/');
     uri
 }
+
+/// Whether the tests run under `CI=true` (where a missing outside tool is a failure).
+#[allow(dead_code)]
+pub fn ci() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// An outside tool from the CI venv (`target/venv/bin`) or PATH; `None` when it is missing,
+/// which fails under `CI=true` (`.ci/run` installs it). The caller prints its own skip line.
+#[allow(dead_code)]
+pub fn outside_tool(name: &str) -> Option<std::path::PathBuf> {
+    let venv = root().join("target/venv/bin").join(name);
+    if venv.exists() {
+        return Some(venv);
+    }
+    let found = std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).find(|p| p.is_file()));
+    assert!(found.is_some() || !ci(), "`{name}` is required under CI=true (.ci/run installs it)");
+    found
+}
