@@ -128,6 +128,17 @@ impl Watched {
         ring(&bells);
     }
 
+    /// `answer` of what the watch holds of `reference` (`None`: not there), when the watch can
+    /// answer: it is up, and the object names its namespace. NB: a namespaced object without a
+    /// namespace goes to the client's default namespace, which the watch cannot name.
+    fn synced<T>(&self, reference: &ObjectId, answer: impl FnOnce(Option<&Entry>) -> T) -> Option<T> {
+        if self.namespaced && reference.namespace().is_none() {
+            return None;
+        }
+        let state = self.lock();
+        (state.phase == Phase::Synced).then(|| answer(state.objects.get(&key_of(reference))))
+    }
+
     /// Replaces every verdict with a fresh list's (trusted once the watch that follows is up).
     fn replace(&self, objects: HashMap<Key, Entry>) {
         self.lock().objects = objects;
@@ -218,14 +229,7 @@ impl Observer {
     /// for the objects applied after it): [`Before::Unknown`] until the kind is listed.
     pub(super) fn before(&self, target: &Target, reference: &ObjectId) -> Before {
         let Some(watched) = self.watch(target, reference) else { return Before::Unknown };
-        if watched.namespaced && reference.namespace().is_none() {
-            return Before::Unknown;
-        }
-        let state = watched.lock();
-        if state.phase != Phase::Synced {
-            return Before::Unknown;
-        }
-        state.objects.get(&key_of(reference)).map_or(Before::Absent, |entry| Before::Digest(entry.digest))
+        watched.synced(reference, |entry| entry.map_or(Before::Absent, |entry| Before::Digest(entry.digest))).unwrap_or(Before::Unknown)
     }
 
     /// What the watch knows of `reference`, at least as new as `since`.
@@ -234,25 +238,15 @@ impl Observer {
         let Some(watched) = self.kinds.lock().unwrap_or_else(PoisonError::into_inner).get(&kind).cloned() else {
             return Seen::Unwatched;
         };
-        // NB: a namespaced object without a namespace goes to the client's default namespace,
-        // which the watch cannot name: read it.
-        if watched.namespaced && reference.namespace().is_none() {
-            return Seen::Unwatched;
-        }
-        let state = watched.lock();
-        if state.phase != Phase::Synced {
-            return Seen::Unwatched;
-        }
-        let Some(entry) = state.objects.get(&key_of(reference)) else {
+        let seen = watched.synced(reference, |entry| match entry.map(|entry| (fresh(entry, since), entry)) {
             // NB: what we applied carries the labels, so the watch will deliver it; an object
             // someone else applies may lack them (or not exist yet): read it.
-            return if since.applied { Seen::NotYet("the applied version is not observed yet".into()) } else { Seen::Unwatched };
-        };
-        match fresh(entry, since) {
-            Some(true) => Seen::Verdict(entry.verdict.clone()),
-            Some(false) => Seen::NotYet("the applied version is not observed yet".into()),
-            None => Seen::Unwatched,
-        }
+            None if !since.applied => Seen::Unwatched,
+            None | Some((Some(false), _)) => Seen::NotYet("the applied version is not observed yet".into()),
+            Some((Some(true), entry)) => Seen::Verdict(entry.verdict.clone()),
+            Some((None, _)) => Seen::Unwatched,
+        });
+        seen.unwrap_or(Seen::Unwatched)
     }
 }
 
