@@ -131,17 +131,13 @@ fn cpu_since(what: &str, before: [f64; 4]) {
 
 /// The API server's requests so far, by verb (`apiserver_request_total`), as one line.
 async fn requests(client: &kube::Client) -> String {
-    let Ok(request) = http::Request::get("/metrics").body(Vec::new()) else { return String::new() };
-    let Ok(text) = client.request_text(request).await else { return "no /metrics".into() };
-    let mut counts: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
-    for line in text.lines().filter(|l| l.starts_with("apiserver_request_total{")) {
-        let Some((labels, value)) = line.rsplit_once(' ') else { continue };
-        let verb = labels.split("verb=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or_default();
-        let code = labels.split("code=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or_default();
-        let key = if code.starts_with('2') { verb.to_owned() } else { format!("{verb} {code}") };
-        *counts.entry(key).or_default() += value.parse::<f64>().unwrap_or(0.0);
+    let Some(counts) = apiserver::request_counts(client).await else { return "no /metrics".into() };
+    let mut by_verb: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
+    for ((verb, _, code), count) in counts {
+        let key = if code.starts_with('2') { verb } else { format!("{verb} {code}") };
+        *by_verb.entry(key).or_default() += count;
     }
-    counts.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    by_verb.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
 }
 
 fn env_number(name: &str, default: usize) -> usize {

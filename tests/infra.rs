@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ci, report, root, tfrs_command};
+use common::{report, root, tfrs_command};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -298,7 +298,7 @@ fn check_names_each_broken_invariant_by_variable_and_file_never_by_value() {
 
 #[test]
 fn docker_compose_accepts_the_stack_with_its_env_file() {
-    let Some(compose) = outside_tool("docker-compose") else { return };
+    let Some(compose) = common::tool_or_skip("docker-compose") else { return };
     let dir = tempfile::tempdir().unwrap();
     let rendered = render(dir.path());
     let output = Command::new(compose)
@@ -346,7 +346,7 @@ fn docker_compose_accepts_the_stack_with_its_env_file() {
 
 #[test]
 fn real_sops_opens_the_encrypted_files() {
-    let Some(sops) = outside_tool("sops") else { return };
+    let Some(sops) = common::tool_or_skip("sops") else { return };
     let dir = tempfile::tempdir().unwrap();
     let rendered = render(dir.path());
     let decrypt = |file: &str, format: &str| {
@@ -411,21 +411,9 @@ fn common_recipient() -> String {
 #[path = "infra/services.rs"]
 mod services;
 
-/// A Python that can import `modules`, or `None` with one line (a failure under `CI=true`).
-fn python_with(modules: &str) -> Option<PathBuf> {
-    let python = outside_tool("python3")?;
-    let ok = Command::new(&python).args(["-c", &format!("import {modules}")]).status().is_ok_and(|s| s.success());
-    if !ok {
-        assert!(!ci(), "python `{modules}` is required under CI=true (.ci/run installs it)");
-        eprintln!("skipped: python `{modules}` not installed (run .ci/run)");
-        return None;
-    }
-    Some(python)
-}
-
 #[test]
 fn the_json_schema_accepts_the_example_and_refuses_what_the_loader_refuses() {
-    let Some(python) = python_with("jsonschema, yaml") else { return };
+    let Some(python) = common::python_with("jsonschema, yaml") else { return };
     let output = tfrs(&["infra", "schema"]);
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
     let dir = tempfile::tempdir().unwrap();
@@ -494,13 +482,4 @@ fn the_platform_commands_point_an_infra_spec_at_tfrs_infra() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("fixtures/infra/staging.yaml:10:7: kind: unknown kind"), "{stderr}");
     assert!(stderr.contains("read alone by `tfrs infra render` and `tfrs infra plan`"), "{stderr}");
-}
-
-/// [`common::outside_tool`], with the skip line.
-fn outside_tool(name: &str) -> Option<PathBuf> {
-    let found = common::outside_tool(name);
-    if found.is_none() {
-        eprintln!("skipped: `{name}` not installed (run .ci/run)");
-    }
-    found
 }

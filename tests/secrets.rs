@@ -5,7 +5,6 @@
 
 mod common;
 
-use common::ci;
 use serde_json::{Value as Json, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,18 +21,6 @@ fn root() -> PathBuf {
 
 fn demo(file: &str) -> PathBuf {
     root().join("fixtures/demo/keys").join(file)
-}
-
-/// A Python that can import `module`.
-fn python_with(module: &str) -> Option<PathBuf> {
-    let python = outside_tool("python3")?;
-    let ok = Command::new(&python).args(["-c", &format!("import {module}")]).status().is_ok_and(|s| s.success());
-    if !ok {
-        assert!(!ci(), "python `{module}` is required under CI=true (.ci/run installs it)");
-        eprintln!("skipped: python `{module}` not installed (run .ci/run)");
-        return None;
-    }
-    Some(python)
 }
 
 fn tfrs(args: &[&str]) -> Output {
@@ -132,7 +119,7 @@ print(json.dumps(out))
 
 #[test]
 fn kubesealpy_opens_our_sealed_secrets_in_every_scope() {
-    let Some(python) = python_with("kubesealpy") else { return };
+    let Some(python) = common::python_with("kubesealpy") else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let cases = [("strict", Scope::Strict, false), ("nswide", Scope::NamespaceWide, true), ("clusterwide", Scope::ClusterWide, true)];
     let mut files = Vec::new();
@@ -199,7 +186,7 @@ print(json.dumps({"kind": "SealedSecret", "apiVersion": "bitnami.com/v1alpha1", 
 
 #[test]
 fn tfrs_unseal_opens_a_kubeseal_style_file_sealed_by_python_cryptography() {
-    let Some(python) = python_with("cryptography") else { return };
+    let Some(python) = common::python_with("cryptography") else { return };
     let output = Command::new(python)
         .args(["-c", PYTHON_SEALER])
         .arg(demo("sealed-secrets.pem"))
@@ -220,7 +207,7 @@ fn tfrs_unseal_opens_a_kubeseal_style_file_sealed_by_python_cryptography() {
 
 #[test]
 fn real_sops_decrypts_our_file_with_its_mac_and_rejects_tampering() {
-    let Some(sops) = outside_tool("sops") else { return };
+    let Some(sops) = common::tool_or_skip("sops") else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let (path, _, expected) = sops_file(dir.path());
     let run = |file: &Path| {
@@ -269,7 +256,7 @@ fn tfrs_unseal_decrypts_our_sops_file_and_rejects_tampering() {
 
 #[test]
 fn age_opens_the_wrapped_data_key() {
-    let Some(age) = outside_tool("age") else { return };
+    let Some(age) = common::tool_or_skip("age") else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let (_, object, _) = sops_file(dir.path());
     let enc = object["sops"]["age"][0]["enc"].as_str().expect("enc");
@@ -283,7 +270,7 @@ fn age_opens_the_wrapped_data_key() {
 /// succeeds and seals with it); one with longer to run is not.
 #[test]
 fn a_certificate_close_to_expiry_warns() {
-    let Some(openssl) = outside_tool("openssl") else { return };
+    let Some(openssl) = common::tool_or_skip("openssl") else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let specs = dir.path().join("demo");
     common::copy_dir(&root().join("fixtures/demo"), &specs);
@@ -315,13 +302,4 @@ fn a_certificate_close_to_expiry_warns() {
     let output = tfrs(&["render", &spec, "--master-key-file", "fixtures/demo/keys/master.key", "--out", &out]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(!String::from_utf8_lossy(&output.stderr).contains("warning"), "{}", text(&output));
-}
-
-/// [`common::outside_tool`], with the skip line.
-fn outside_tool(name: &str) -> Option<PathBuf> {
-    let found = common::outside_tool(name);
-    if found.is_none() {
-        eprintln!("skipped: `{name}` not installed (run .ci/run)");
-    }
-    found
 }

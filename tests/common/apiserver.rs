@@ -14,14 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// `true` when a missing outside tool must fail the test instead of skipping it.
-pub fn in_ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
 /// Skips (one line on stderr) or, under `CI=true`, fails.
 pub fn skip(what: &str) {
-    assert!(!in_ci(), "CI=true but {what}");
+    assert!(!common::ci(), "CI=true but {what}");
     eprintln!("skipping: {what}");
 }
 
@@ -322,4 +317,20 @@ pub fn gvk(object: &Value) -> GroupVersionKind {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     GroupVersionKind::gvk(group, version, object["kind"].as_str().unwrap_or_default())
+}
+
+/// The API server's request counts so far (`apiserver_request_total` of `/metrics`), by verb,
+/// resource and code, summed over its other labels; `None` when `/metrics` cannot be read.
+#[allow(dead_code)]
+pub async fn request_counts(client: &kube::Client) -> Option<BTreeMap<(String, String, String), f64>> {
+    let request = http::Request::get("/metrics").body(Vec::new()).ok()?;
+    let text = client.request_text(request).await.ok()?;
+    let mut counts = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("apiserver_request_total{")) {
+        let Some((labels, value)) = line.rsplit_once(' ') else { continue };
+        let label =
+            |name: &str| labels.split(&format!("{name}=\"")).nth(1).and_then(|r| r.split('"').next()).unwrap_or_default().to_owned();
+        *counts.entry((label("verb"), label("resource"), label("code"))).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
+    }
+    Some(counts)
 }

@@ -164,3 +164,27 @@ pub fn outside_tool(name: &str) -> Option<std::path::PathBuf> {
     assert!(found.is_some() || !ci(), "`{name}` is required under CI=true (.ci/run installs it)");
     found
 }
+
+/// [`outside_tool`], printing one skip line when it is missing.
+#[allow(dead_code)]
+pub fn tool_or_skip(name: &str) -> Option<std::path::PathBuf> {
+    let found = outside_tool(name);
+    if found.is_none() {
+        eprintln!("skipped: `{name}` not installed (run .ci/run)");
+    }
+    found
+}
+
+/// A Python that can import `modules` (`"a, b"`), or `None` with one skip line (a failure
+/// under `CI=true`).
+#[allow(dead_code)]
+pub fn python_with(modules: &str) -> Option<std::path::PathBuf> {
+    let python = tool_or_skip("python3")?;
+    let ok = std::process::Command::new(&python).args(["-c", &format!("import {modules}")]).status().is_ok_and(|s| s.success());
+    if !ok {
+        assert!(!ci(), "python `{modules}` is required under CI=true (.ci/run installs it)");
+        eprintln!("skipped: python `{modules}` not installed (run .ci/run)");
+        return None;
+    }
+    Some(python)
+}

@@ -2,7 +2,8 @@
 //! real Redis, set up with `.env.infra`'s credentials, accept connections made with the
 //! manager's values: the two rendered files agree.
 
-use super::{ci, outside_tool, render};
+use super::common::{ci, tool_or_skip};
+use super::render;
 use crate::common::report;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -230,7 +231,7 @@ fn postgres_accepts_the_managers_values_for_both_databases() {
 
 #[test]
 fn redis_accepts_the_managers_password() {
-    let (Some(server), Some(cli)) = (outside_tool("redis-server"), outside_tool("redis-cli")) else { return };
+    let (Some(server), Some(cli)) = (tool_or_skip("redis-server"), tool_or_skip("redis-cli")) else { return };
     let dir = tempfile::tempdir().unwrap();
     let rendered = render(dir.path());
     let redis = Redis::start(&server, &cli, &rendered.infra["REDIS_PASSWORD"]);

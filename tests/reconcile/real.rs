@@ -85,17 +85,11 @@ async fn make_ready(client: &kube::Client, reference: &ObjectId, live: &serde_js
     }
 }
 
-/// The API server's request counts by verb and resource (`apiserver_request_total`, summed over
-/// its other labels).
+/// The API server's request counts by verb and resource (any code).
 async fn request_counts(client: &kube::Client) -> HashMap<(String, String), f64> {
-    let request = http::Request::get("/metrics").body(Vec::new()).expect("request");
-    let text = client.request_text(request).await.expect("/metrics");
     let mut counts = HashMap::new();
-    for line in text.lines().filter(|l| l.starts_with("apiserver_request_total{")) {
-        let Some((labels, value)) = line.rsplit_once(' ') else { continue };
-        let label =
-            |name: &str| labels.split(&format!("{name}=\"")).nth(1).and_then(|r| r.split('"').next()).unwrap_or_default().to_owned();
-        *counts.entry((label("verb"), label("resource"))).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
+    for ((verb, resource, _), count) in apiserver::request_counts(client).await.expect("/metrics") {
+        *counts.entry((verb, resource)).or_insert(0.0) += count;
     }
     counts
 }
