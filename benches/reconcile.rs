@@ -48,7 +48,7 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchP
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tfrs_gitops::object::ObjectId;
@@ -129,6 +129,29 @@ fn cpu_since(what: &str, before: [f64; 4]) {
     );
 }
 
+/// With `PPROF_DIR` set, starts a CPU profile of the API server for `seconds` into
+/// `PPROF_DIR/<name>.pb.gz` (its `/debug/pprof/profile`, read with `go tool pprof -top`); the
+/// returned process is waited for by [`profiled`].
+fn profile(server: &apiserver::Server, name: &str, seconds: u64) -> Option<std::process::Child> {
+    let dir = PathBuf::from(std::env::var_os("PPROF_DIR")?);
+    let kubeconfig = std::fs::read_to_string(&server.kubeconfig).ok()?;
+    let address = kubeconfig.lines().find_map(|l| l.trim().strip_prefix("server: "))?.to_owned();
+    std::fs::create_dir_all(&dir).ok()?;
+    std::process::Command::new("curl")
+        .args(["-sSk", "-H", "Authorization: Bearer tfrs-e2e-token", "-o"])
+        .arg(dir.join(format!("{name}.pb.gz")))
+        .arg(format!("{address}/debug/pprof/profile?seconds={seconds}"))
+        .spawn()
+        .ok()
+}
+
+/// Waits for a profile started by [`profile`].
+fn profiled(child: Option<std::process::Child>) {
+    if let Some(mut child) = child {
+        let _ = child.wait();
+    }
+}
+
 /// The API server's requests so far, by verb (`apiserver_request_total`), as one line.
 async fn requests(client: &kube::Client) -> String {
     let Some(counts) = apiserver::request_counts(client).await else { return "no /metrics".into() };
@@ -191,6 +214,16 @@ fn main() {
             seconds(wall),
             seconds(wall) / seconds(floor)
         );
+        let rate = objects as f64 / seconds(bulk);
+        let (applies, all) = (throughput_bound(&rollout, rate, false), throughput_bound(&rollout, rate, true));
+        println!(
+            "run {run}: (c) the graph at (b)'s rate ({rate:.0} requests/s): at least {:.2} s = {:.2}x max(a, b) if the stand-in's writes were free, {:.2} s = {:.2}x counting them as applies; reconcile = {:.2}x the latter",
+            seconds(applies),
+            seconds(applies) / seconds(floor),
+            seconds(all),
+            seconds(all) / seconds(floor),
+            seconds(wall) / seconds(all)
+        );
         breakdown(&rollout, &timeline, wall, concurrency);
         println!("run {run}: diff --live (no drift) {:.2} s = {:.2}x (b)", seconds(live), seconds(live) / seconds(bulk));
         bulks.push(bulk);
@@ -247,6 +280,37 @@ fn critical_path(rollout: &Rollout) -> Duration {
     finish.values().max().copied().unwrap_or_default()
 }
 
+/// (c): a bound no scheduler can beat on this machine, from the graph and the API server's
+/// throughput. A component cannot start before its dependencies could be ready (their delays,
+/// with no other cost), and the requests of components that start at `t` or later cannot be
+/// served faster than `rate` per second, so the rollout takes at least the largest
+/// `t + requests(start >= t) / rate`. Requests are the applies and, with `status_writes`, the
+/// stand-in's writes (a status per object it owns, a namespace per HelmRelease that creates
+/// one), each counted as costing the API server what an apply does.
+fn throughput_bound(rollout: &Rollout, rate: f64, status_writes: bool) -> Duration {
+    let mut ready: HashMap<&str, Duration> = HashMap::new();
+    let mut starts: Vec<(Duration, usize)> = Vec::new();
+    // NB: the plan lists components in dependency order.
+    for (component, objects) in rollout.plan.components.iter().zip(&rollout.objects) {
+        let start = component.depends_on.iter().filter_map(|d| ready.get(d.as_str())).max().copied().unwrap_or_default();
+        ready.insert(&component.id, start + own_delay(objects));
+        let writes = if status_writes {
+            objects.iter().filter(|o| stand_in_owns(o)).count() + objects.iter().filter(|o| status::created_namespace(o).is_some()).count()
+        } else {
+            0
+        };
+        starts.push((start, objects.len() + writes));
+    }
+    starts.sort();
+    let mut remaining: usize = starts.iter().map(|(_, n)| n).sum();
+    let mut bound = Duration::ZERO;
+    for (start, requests) in starts {
+        bound = bound.max(start + Duration::from_secs_f64(remaining as f64 / rate));
+        remaining -= requests;
+    }
+    bound
+}
+
 /// A fresh API server with the pinned CRDs and `flux-system` (the cluster's prerequisites).
 async fn prepared(binary: &Path, etcd: &Path, crds: &[Value]) -> apiserver::Server {
     let server = apiserver::Server::start(binary, etcd).await;
@@ -271,6 +335,7 @@ async fn bulk_apply(binary: &Path, etcd: &Path, crds: &[Value], rollout: &Rollou
     let created: Vec<String> = objects.iter().filter_map(|o| status::created_namespace(o)).collect();
     apiserver::create_namespaces(&server.client().await, created).await;
     let split = objects.iter().position(|o| !matches!(text(o, "/kind"), "CustomResourceDefinition" | "Namespace")).unwrap_or(objects.len());
+    let profiling = profile(&server, "bulk", 6);
     let (started, before) = (Instant::now(), cpu());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
     for part in [&objects[..split], &objects[split..]] {
@@ -285,6 +350,7 @@ async fn bulk_apply(binary: &Path, etcd: &Path, crds: &[Value], rollout: &Rollou
     }
     let elapsed = started.elapsed();
     cpu_since("the bulk apply", before);
+    profiled(profiling);
     println!("  requests by the API server's count (setup included): {}", requests(&server.client().await).await);
     elapsed
 }
@@ -313,7 +379,15 @@ async fn reconciled(
     let server = prepared(binary, etcd, crds).await;
     let client = server.client().await;
     let stop = Arc::new(AtomicBool::new(false));
-    let watches = stand_in(&client, rollout, &stop);
+    let watching = Arc::new(AtomicUsize::new(0));
+    let watches = stand_in(&client, rollout, &stop, &watching);
+    // NB: controllers run before a rollout starts: the clock starts once the stand-in watches
+    // every kind served now (a kind whose CRD the plan installs is watched when it appears).
+    let served = served_kinds(&client, rollout).await;
+    let waited = Instant::now();
+    while watching.load(Ordering::Relaxed) < served && waited.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let target = Target::new(client);
     let timeline = Mutex::new(Timeline::default());
     let record = |event: &Event| {
@@ -330,11 +404,13 @@ async fn reconciled(
         };
     };
     let options = Options { concurrency, ..Options::default() };
+    let profiling = profile(&server, "reconcile", 12);
     let (started, before) = (Instant::now(), cpu());
     timeline.lock().expect("timeline").origin = Some(started);
     let outcome = reconcile(&target, rollout, &options, &record).await.expect("reconcile");
     let wall = started.elapsed();
     cpu_since("reconcile", before);
+    profiled(profiling);
     println!("  requests by the API server's count (setup and the stand-in included): {}", requests(&server.client().await).await);
     stop.store(true, Ordering::Relaxed);
     for watch in watches {
@@ -385,11 +461,22 @@ fn breakdown(rollout: &Rollout, timeline: &Timeline, wall: Duration, slots: usiz
     let ready = |id: &str| timeline.ready.get(id).copied();
     let Some(mut current) = rollout.plan.components.iter().map(|c| c.id.as_str()).max_by_key(|id| ready(id)) else { return };
     let (mut running, mut queued, mut chain, mut delays) = (Duration::ZERO, Duration::ZERO, 0usize, Duration::ZERO);
+    let mut steps = Vec::new();
+    let at = |instant: Option<&Instant>| instant.map_or(f64::NAN, |i| seconds(i.saturating_duration_since(origin)));
     while let (Some(start), Some(end)) = (timeline.started.get(current).copied(), ready(current)) {
         let component = &rollout.plan.components[index[current]];
         running += end - start;
-        delays += own_delay(&rollout.objects[index[current]]);
+        let own = own_delay(&rollout.objects[index[current]]);
+        delays += own;
         chain += 1;
+        steps.push(format!(
+            "    {current} ({} objects, own delay {:.2} s): started {:.2} s, applied {:.2} s, ready {:.2} s",
+            rollout.objects[index[current]].len(),
+            seconds(own),
+            at(Some(&start)),
+            at(timeline.applied.get(current)),
+            at(Some(&end))
+        ));
         let gate = component.depends_on.iter().map(String::as_str).max_by_key(|d| ready(d));
         let released = gate.and_then(ready).unwrap_or(origin);
         queued += start.saturating_duration_since(released);
@@ -425,6 +512,9 @@ fn breakdown(rollout: &Rollout, timeline: &Timeline, wall: Duration, slots: usiz
         seconds(queued),
         seconds(wall)
     );
+    for step in steps.iter().rev() {
+        println!("{step}");
+    }
     println!(
         "  a component's run beyond its own delay: median {:.2} s, p90 {:.2} s, max {:.2} s; summed over {} components {:.1} s (= {:.1} components on average)",
         seconds(at(0.5)),
@@ -467,24 +557,50 @@ fn breakdown(rollout: &Rollout, timeline: &Timeline, wall: Duration, slots: usiz
 type Wanted = HashMap<(String, String), HashMap<String, Duration>>;
 
 /// Starts the stand-in controller: one task per kind of the plan that it makes ready.
-fn stand_in(client: &kube::Client, rollout: &Rollout, stop: &Arc<AtomicBool>) -> Vec<tokio::task::JoinHandle<()>> {
+fn stand_in(
+    client: &kube::Client,
+    rollout: &Rollout,
+    stop: &Arc<AtomicBool>,
+    watching: &Arc<AtomicUsize>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let mut wanted: Wanted = HashMap::new();
     for object in rollout.objects.iter().flatten().filter(|o| stand_in_owns(o)) {
         let kind = (text(object, "/apiVersion").to_owned(), text(object, "/kind").to_owned());
         let key = format!("{}/{}", text(object, "/metadata/namespace"), text(object, "/metadata/name"));
         wanted.entry(kind).or_default().insert(key, delay(object));
     }
-    wanted.into_iter().map(|(kind, objects)| tokio::spawn(watch_kind(client.clone(), kind, objects, stop.clone()))).collect()
+    wanted
+        .into_iter()
+        .map(|(kind, objects)| tokio::spawn(watch_kind(client.clone(), kind, objects, stop.clone(), watching.clone())))
+        .collect()
+}
+
+/// How many of the kinds the stand-in watches the API server serves now.
+async fn served_kinds(client: &kube::Client, rollout: &Rollout) -> usize {
+    let kinds: std::collections::BTreeSet<(&str, &str)> =
+        rollout.objects.iter().flatten().filter(|o| stand_in_owns(o)).map(|o| (text(o, "/apiVersion"), text(o, "/kind"))).collect();
+    let mut served = 0;
+    for (api_version, kind) in kinds {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        served += usize::from(kube::discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind)).await.is_ok());
+    }
+    served
 }
 
 /// Watches one kind (re-watching when the stream ends) and, for each wanted object that is not
 /// ready, schedules its ready status `delay` after it was first seen.
-async fn watch_kind(client: kube::Client, (api_version, kind): (String, String), wanted: HashMap<String, Duration>, stop: Arc<AtomicBool>) {
+async fn watch_kind(
+    client: kube::Client,
+    (api_version, kind): (String, String),
+    wanted: HashMap<String, Duration>,
+    stop: Arc<AtomicBool>,
+    watching: Arc<AtomicUsize>,
+) {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
     let gvk = GroupVersionKind::gvk(group, version, &kind);
     let first_seen: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let pending: Arc<Mutex<std::collections::HashSet<String>>> = Arc::default();
-    let mut resource_version = "0".to_owned();
+    let (mut resource_version, mut counted) = ("0".to_owned(), false);
     while !stop.load(Ordering::Relaxed) {
         // NB: a kind whose CRD the plan itself installs is not served at first.
         let Ok((resource, _)) = kube::discovery::pinned_kind(&client, &gvk).await else {
@@ -496,6 +612,10 @@ async fn watch_kind(client: kube::Client, (api_version, kind): (String, String),
             tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         };
+        if !counted {
+            watching.fetch_add(1, Ordering::Relaxed);
+            counted = true;
+        }
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
             let object = match event {
