@@ -11,6 +11,11 @@
 //! - **reconcile**: the library's `reconcile` (default options; `CONCURRENCY` overrides the
 //!   requests in flight) on another fresh API server, until every component is ready, with the
 //!   ratio `wall / max(a, b)` (goal: at most 1.25; nothing is asserted);
+//! - **(c) the graph's bound at (b)'s rate**: no scheduler can finish before the largest
+//!   `t + requests(start >= t) / rate`, where a component starts when its dependencies could
+//!   be ready at the earliest and `rate` is (b)'s objects per second; printed with the
+//!   stand-in's status writes counted as free and as costing an apply each. On two cores this
+//!   bound, not the scheduler, is what keeps reconcile above 1.25x at 200 servers;
 //! - where reconcile's time went: the chain of components that decided its end, split into
 //!   time spent running and time between a dependency's readiness and the start; when the last
 //!   component finished applying its objects.
@@ -28,6 +33,8 @@
 //! ```
 //!
 //! `RUNS` (default 1) repeats (b) and reconcile, each on a fresh API server, and prints medians.
+//! `PPROF_DIR=DIR` saves a CPU profile of the API server during each
+//! (`go tool pprof -top DIR/reconcile.pb.gz`).
 //! Needs the built API server and etcd, and the pinned CRDs in `../shared/upstream` beside the
 //! checkout; without them it says so in one line and exits 0.
 
