@@ -52,7 +52,8 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let outcome = commit(&repo, &options, &mut tree, &mut crate::source::inputs::system_rng())
         .with_context(|| format!("cannot commit to `{branch}` in `{}`", args.repo))?;
     if let Some(memos) = memos.as_deref() {
-        save_memo(memos, &spec, &jobs);
+        let sealed: Table = tree.sealed_entries().into_iter().collect();
+        save_memo(memos, &spec, [&jobs, &sealed]);
     }
     // NB: how much of the templating the memo saved (not said without a memo).
     let note = if jobs.is_empty() { String::new() } else { format!(" ({reused} of {} templated units reused)", jobs.len()) };
@@ -121,19 +122,29 @@ fn build_with_memo(
     }
     let memo = memos.and_then(|_| setup.memo(jobs, &ids));
     match pipeline::build(spec, bundle, &setup, memo.as_ref()) {
-        Ok(built) => Ok(Some((built.tree, built.memo, built.reused))),
+        Ok(mut built) => {
+            // NB: a sealed file the memo vouches for enters the commit by its blob id, unread.
+            if let Some(memo) = &memo {
+                built.tree.keep_sealed(memo);
+            }
+            Ok(Some((built.tree, built.memo, built.reused)))
+        }
         Err(failure) => report(failure, bundle).map(|()| None),
     }
 }
 
-/// Saves this commit's memo entries, per cluster (a memo that cannot be saved costs the next
-/// commit time, never correctness: every stamp is checked against the branch's files).
-fn save_memo(memos: &Path, spec: &Spec, jobs: &Table) {
+/// Saves this commit's memo entries (those of `tables`), per cluster (a memo that cannot be
+/// saved costs the next commit time, never correctness: every stamp is checked against the
+/// branch's files).
+fn save_memo(memos: &Path, spec: &Spec, tables: [&Table; 2]) {
     let mut staged = memo_cache::Staged::default();
     for cluster in &spec.clusters {
         let prefix = format!("{}/", cluster.name());
-        let own: Table =
-            jobs.range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let own: Table = tables
+            .iter()
+            .flat_map(|jobs| jobs.range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         if let Err(error) = staged.add(memos, cluster.name(), &own, &crate::tree::current::Records::default()) {
             eprintln!("warning: the render memo of cluster `{}` was not saved: {error}", cluster.name());
             return;

@@ -190,13 +190,17 @@ fn render_cluster(
     let saved = context.memos.map(|memos| memo_cache::load(memos, name)).unwrap_or_default();
     let current = Current::read_below(context.out, &dir, &saved.files, &|_| false)?;
     let memo = context.memos.and_then(|_| context.setup.memo(saved.jobs, &current));
-    let Built { mut tree, memo: jobs, reused } = match pipeline::build(&part, context.bundle, context.setup, memo.as_ref()) {
+    let Built { mut tree, memo: mut jobs, reused } = match pipeline::build(&part, context.bundle, context.setup, memo.as_ref()) {
         Ok(built) => built,
         Err(failure) => return Ok(Err(failure)),
     };
     sum.reused += reused;
     sum.units += jobs.len();
-    let sealed = seal_against(&mut tree, &current, std::slice::from_ref(&dir))?;
+    if let Some(memo) = &memo {
+        tree.keep_sealed(memo);
+    }
+    let sealed = seal_against(&mut tree, &current)?;
+    jobs.extend(tree.sealed_entries());
     let (files, unread) = tree.into_files();
     let changes = current.changes(&files, &unread, &|_| true, &|_| false);
     let staged = staging.is_some();
@@ -282,12 +286,13 @@ fn is_object_file(path: &str) -> bool {
     path.ends_with(".yaml") && !path.ends_with(layout::KUSTOMIZATION)
 }
 
-/// Seals `tree` against the current tree, whose sealed objects under `dirs` (the files sealing
-/// may reuse) are read and parsed up front, in parallel; any other path asked for is read when
-/// asked. Returns those parsed objects, for the caller to drop (or not) when it is done.
-fn seal_against<'a>(tree: &mut Tree, current: &'a Current, dirs: &[String]) -> anyhow::Result<HashMap<&'a str, serde_json::Value>> {
+/// Seals `tree` against the current tree, whose files at the paths of the Secrets still to
+/// seal (those the memo did not keep) are read and parsed up front, in parallel; any other
+/// path asked for is read when asked. Returns those parsed objects, for the caller to drop (or
+/// not) when it is done.
+fn seal_against<'a>(tree: &mut Tree, current: &'a Current) -> anyhow::Result<HashMap<&'a str, serde_json::Value>> {
     use rayon::prelude::*;
-    let candidates: Vec<&str> = dirs.iter().flat_map(|dir| current.paths_under(dir)).filter(|path| layout::is_sealed_file(path)).collect();
+    let candidates: Vec<&str> = tree.pending_paths().filter_map(|path| current.path(path)).collect();
     let sealed: HashMap<&str, serde_json::Value> =
         candidates.into_par_iter().filter_map(|path| Some((path, crate::manifest::read_object(&current.bytes(path)?)?))).collect();
     let previous = |relative: &str| match sealed.get(relative) {

@@ -148,16 +148,52 @@ impl<'a> Memo<'a> {
         Entry { stamp: crate::secrets::bytes::to_hex(&mac.finalize().into_bytes()), dir: dir.to_owned(), objects }
     }
 
-    fn mac(&self, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(self.key.as_slice()).expect("HMAC takes any key length");
-        let mut head = Vec::with_capacity(64 + self.build.len() + job.len());
-        head.extend_from_slice(b"tfrs/memo/v2");
-        push_lp(&mut head, self.build.as_bytes());
-        push_lp(&mut head, job.as_bytes());
-        head.extend_from_slice(inputs);
-        mac.update(&head);
-        mac
+    /// What records stamps of single files after the render (see [`Stamper`]).
+    pub(crate) fn stamper(&self) -> Stamper {
+        Stamper { key: self.key.clone(), build: self.build.clone() }
     }
+
+    /// The file job `job` wrote last time and its content id, when its stamp still holds for
+    /// `inputs` and the file now at its path (a job of one file: a sealed Secret's).
+    pub(crate) fn lookup_file(&self, job: &str, inputs: &[u8; 32]) -> Option<(String, ContentId, Entry)> {
+        let (resources, entry) = self.lookup(job, inputs)?;
+        let ([resource], [object]) = (resources.as_slice(), entry.objects.as_slice()) else { return None };
+        Some((format!("{}/{}", entry.dir, object.file), resource.kept?, entry))
+    }
+
+    fn mac(&self, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
+        stamp_mac(&self.key, &self.build, job, inputs)
+    }
+}
+
+/// Records the stamps of jobs of one file (sealed Secrets) once they are written, with the
+/// memo's key and build ([`Memo::stamper`]); a [`Memo::lookup_file`] of the next run checks them.
+pub(crate) struct Stamper {
+    key: Zeroizing<[u8; 32]>,
+    build: String,
+}
+
+impl Stamper {
+    /// The entry of job `job`, which wrote object `id` with content `content` to `path` from
+    /// `inputs`.
+    pub(crate) fn record_file(&self, job: &str, inputs: &[u8; 32], path: &str, id: &ObjectId, content: &ContentId) -> Entry {
+        let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
+        let object = Object { id: id.clone(), file: file.to_owned() };
+        let mut mac = stamp_mac(&self.key, &self.build, job, inputs);
+        absorb(&mut mac, path, &object, content);
+        Entry { stamp: crate::secrets::bytes::to_hex(&mac.finalize().into_bytes()), dir: dir.to_owned(), objects: vec![object] }
+    }
+}
+
+fn stamp_mac(key: &[u8; 32], build: &str, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
+    let mut head = Vec::with_capacity(64 + build.len() + job.len());
+    head.extend_from_slice(b"tfrs/memo/v2");
+    push_lp(&mut head, build.as_bytes());
+    push_lp(&mut head, job.as_bytes());
+    head.extend_from_slice(inputs);
+    mac.update(&head);
+    mac
 }
 
 fn absorb(mac: &mut Hmac<Sha256>, path: &str, object: &Object, content: &ContentId) {

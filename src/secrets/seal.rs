@@ -160,6 +160,38 @@ pub fn seal<R: CryptoRng + ?Sized>(
     }
 }
 
+/// A digest of everything [`seal`]'s output depends on but the previous ciphertext and the
+/// RNG: the backend, the sealer's identity, the Secret's identity, type, scope, labels and
+/// annotations, and each key with its value's fingerprint (never the value). When a file was
+/// written by [`seal`] from equal inputs, sealing again over that file gives the same bytes:
+/// every fingerprint matches, so every ciphertext is kept (sealed-secrets) or the file is
+/// returned as it is (SOPS). What lets the render memo keep a sealed file without reading it.
+#[must_use]
+pub fn seal_inputs(secret: &PlainSecret, sealer: &Sealer, fingerprint_key: &FingerprintKey) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let (backend, identity) = (backend_name(sealer), sealer_identity(sealer));
+    let scope = scope_name(secret.scope);
+    let binding = Binding { backend, sealer: &identity, scope, namespace: &secret.namespace, name: &secret.name };
+    let mut bytes = Vec::with_capacity(512);
+    bytes.extend_from_slice(b"tfrs/seal-inputs/v1");
+    for field in [backend, identity.as_str(), scope, &secret.namespace, &secret.name, &secret.kind] {
+        crate::secrets::bytes::push_lp(&mut bytes, field.as_bytes());
+    }
+    for map in [&secret.labels, &secret.annotations] {
+        bytes.extend_from_slice(&(map.len() as u64).to_be_bytes());
+        for (key, value) in map {
+            crate::secrets::bytes::push_lp(&mut bytes, key.as_bytes());
+            crate::secrets::bytes::push_lp(&mut bytes, value.as_bytes());
+        }
+    }
+    bytes.extend_from_slice(&(secret.data.len() as u64).to_be_bytes());
+    for (key, value) in &secret.data {
+        crate::secrets::bytes::push_lp(&mut bytes, key.as_bytes());
+        crate::secrets::bytes::push_lp(&mut bytes, fingerprint_key.fingerprint(&binding, key, value).as_bytes());
+    }
+    Sha256::digest(&bytes).into()
+}
+
 /// The keys of `secret` whose value `previous` already held, sealed by another sealer
 /// (`backend`, `identity`: what [`backend_name`] and [`sealer_identity`] said of it): its
 /// recorded fingerprints are recomputed under that sealer's binding. What a new certificate
@@ -343,6 +375,34 @@ mod tests {
 
     fn sops_sealer(lastmodified: &str) -> Sealer {
         Sealer::SopsAge { recipients: vec![RECIPIENT.to_owned()], lastmodified: lastmodified.to_owned() }
+    }
+
+    #[test]
+    fn seal_inputs_change_with_whatever_the_sealed_file_depends_on() {
+        let base = seal_inputs(&plain(Scope::Strict), &sealed_secrets(), &fk());
+        assert_eq!(base, seal_inputs(&plain(Scope::Strict), &sealed_secrets(), &fk()));
+        // NB: SOPS's `lastmodified` is not an input: an unchanged SOPS file is kept whole.
+        assert_eq!(
+            seal_inputs(&plain(Scope::Strict), &sops_sealer("a"), &fk()),
+            seal_inputs(&plain(Scope::Strict), &sops_sealer("b"), &fk())
+        );
+        let changes: Vec<(&str, Box<dyn Fn(&mut PlainSecret)>)> = vec![
+            ("a value", Box::new(|s| s.data.insert("password".into(), Zeroizing::new(b"hunter3".to_vec())).map(drop).unwrap_or(()))),
+            ("a key", Box::new(|s| s.data.insert("extra".into(), Zeroizing::new(b"1".to_vec())).map(drop).unwrap_or(()))),
+            ("a label", Box::new(|s| s.labels.insert("tier".into(), "db".into()).map(drop).unwrap_or(()))),
+            ("an annotation", Box::new(|s| s.annotations.insert("note".into(), "y".into()).map(drop).unwrap_or(()))),
+            ("the type", Box::new(|s| s.kind = "kubernetes.io/basic-auth".into())),
+            ("the scope", Box::new(|s| s.scope = Scope::NamespaceWide)),
+            ("the name", Box::new(|s| s.name = "db2".into())),
+            ("the namespace", Box::new(|s| s.namespace = "other".into())),
+        ];
+        for (what, change) in changes {
+            let mut secret = plain(Scope::Strict);
+            change(&mut secret);
+            assert_ne!(seal_inputs(&secret, &sealed_secrets(), &fk()), base, "{what}");
+        }
+        assert_ne!(seal_inputs(&plain(Scope::Strict), &sops_sealer("a"), &fk()), base, "the backend");
+        assert_ne!(seal_inputs(&plain(Scope::Strict), &sealed_secrets(), &FingerprintKey::from_bytes([6; 32])), base, "the master key");
     }
 
     #[test]

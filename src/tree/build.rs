@@ -251,6 +251,8 @@ enum Body {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object::ContentId;
+    use crate::render::memo::{Memo, Table};
     use crate::render::{Options, Resource, render};
     use crate::secrets::MasterKey;
     use crate::secrets::resolve::MapInputs;
@@ -263,9 +265,10 @@ mod tests {
 
     const SPEC: &str = "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRCluster\nmetadata: {name: lab}\nspec:\n  ingress: {domain: lab.example.com}\n  imageRegistry: {username: {value: u}, password: {generate: {}}}\n  sealing: {certFile: cert.pem}\n";
 
-    fn tree(seed: u64, previous: &dyn Fn(&str) -> Option<Json>) -> Files {
+    /// The tree of `spec` (one cluster) laid out, its Secrets not sealed yet.
+    fn laid_out(spec: &str) -> Tree {
         let mut bundle = Bundle::with_builtins();
-        bundle.add_spec("lab/spec.yaml", SPEC);
+        bundle.add_spec("lab/spec.yaml", spec);
         let spec = load(&bundle).spec.expect("valid spec");
         let master = MasterKey::from_bytes([7; 32]);
         let rendered = render(&spec, &bundle, &Options::default(), &MapInputs::default(), Some(&master)).expect("renders");
@@ -274,8 +277,69 @@ mod tests {
         let sealer = Sealer::SealedSecrets { certificate };
         let mut tree = Tree::new(Some(master.fingerprint_key()));
         tree.add(rendered.clusters[0].clone(), Some(sealer)).expect("lays out");
+        tree
+    }
+
+    fn tree(seed: u64, previous: &dyn Fn(&str) -> Option<Json>) -> Files {
+        let mut tree = laid_out(SPEC);
         tree.seal(previous, &mut StdRng::seed_from_u64(seed)).expect("seals");
         tree.into_files().0
+    }
+
+    /// Seals `spec` with a memo of `table` over `files` (the last render's): the files written,
+    /// the sealed files kept (not read) and the memo entries to save.
+    fn sealed_with_memo(spec: &str, table: Table, files: &Files) -> (Files, crate::tree::Kept, Table) {
+        let mut tree = laid_out(spec);
+        let memo = Memo::new(zeroize::Zeroizing::new([3; 32]), "build".into(), table, files);
+        tree.keep_sealed(&memo);
+        let previous = |path: &str| crate::manifest::read_object(files.get(path)?);
+        tree.seal(&previous, &mut StdRng::seed_from_u64(1)).expect("seals");
+        let entries: Table = tree.sealed_entries().into_iter().collect();
+        let (files, kept) = tree.into_files();
+        (files, kept, entries)
+    }
+
+    #[test]
+    fn the_memo_keeps_a_sealed_file_only_while_its_inputs_and_bytes_hold() {
+        let (first, kept, table) = sealed_with_memo(SPEC, Table::new(), &Files::new());
+        let sealed: Vec<&String> = first.keys().filter(|p| p.contains("/sealedsecret-")).collect();
+        assert!(!sealed.is_empty() && kept.is_empty(), "nothing to keep yet");
+        assert_eq!(table.len(), sealed.len(), "one entry per sealed file: {table:?}");
+        assert!(table.keys().all(|job| job.starts_with("lab/sealed:clusters/lab/")), "{table:?}");
+
+        // The same inputs over the same files: every sealed file kept, by its content id.
+        let (again, kept, entries) = sealed_with_memo(SPEC, table.clone(), &first);
+        assert!(sealed.iter().all(|p| !again.contains_key(*p)), "kept files are not written");
+        for path in &sealed {
+            assert_eq!(kept.get(*path), Some(&ContentId::of(&first[*path])), "`{path}` kept as it is");
+        }
+        assert_eq!(entries, table, "the stamps carry over");
+
+        // A changed value (here the registry user name) is sealed again; the others are kept.
+        let changed = SPEC.replace("username: {value: u}", "username: {value: v}");
+        let (resealed, kept, _) = sealed_with_memo(&changed, table.clone(), &first);
+        let registry: Vec<&&String> = sealed.iter().filter(|p| resealed.contains_key(**p)).collect();
+        assert_eq!(registry.len(), 1, "only the registry's Secret: {registry:?}");
+        assert_eq!(kept.len(), sealed.len() - 1);
+        assert_ne!(resealed[*registry[0]], first[*registry[0]]);
+
+        // A sealed file edited by hand is not vouched for: it is sealed again (over the edit,
+        // whose fingerprints still match, as without a memo).
+        let mut edited = first.clone();
+        let path = sealed[0].clone();
+        let text = String::from_utf8(first[&path].clone()).unwrap().replace("kind: SealedSecret", "kind:  SealedSecret");
+        edited.insert(path.clone(), text.into_bytes());
+        let (again, kept, _) = sealed_with_memo(SPEC, table.clone(), &edited);
+        assert!(again.contains_key(&path) && !kept.contains_key(&path), "an edited file is not kept");
+        assert_eq!(again[&path], first[&path], "and sealing restores the file");
+
+        // Another memo key (another master key) or build trusts nothing.
+        let mut tree = laid_out(SPEC);
+        let memo = Memo::new(zeroize::Zeroizing::new([4; 32]), "build".into(), table.clone(), &first);
+        assert_eq!(tree.keep_sealed(&memo), 0);
+        let mut tree = laid_out(SPEC);
+        let memo = Memo::new(zeroize::Zeroizing::new([3; 32]), "another build".into(), table, &first);
+        assert_eq!(tree.keep_sealed(&memo), 0);
     }
 
     #[test]

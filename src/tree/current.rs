@@ -183,6 +183,12 @@ impl Current {
         self.files.is_empty()
     }
 
+    /// `path` as this tree holds it (borrowed from it), when it has a file there.
+    #[must_use]
+    pub fn path(&self, path: &str) -> Option<&str> {
+        self.files.get_key_value(path).map(|(path, _)| path.as_str())
+    }
+
     /// The paths below directory `dir` (a relative path without a trailing slash), in order.
     pub fn paths_under<'a>(&'a self, dir: &str) -> impl Iterator<Item = &'a str> + use<'a> {
         let prefix = format!("{dir}/");

@@ -28,14 +28,15 @@ pub use plan::Plan;
 
 use crate::object::ContentId;
 use crate::render::RenderedCluster;
+use crate::render::memo::{Entry, Memo, Stamper};
 use crate::secrets::fingerprint::FingerprintKey;
-use crate::secrets::seal::{Sealer, seal};
+use crate::secrets::seal::{Sealer, seal, seal_inputs};
 use build::Pending;
 use rand::rngs::StdRng;
 use rand::{CryptoRng, SeedableRng};
 use rayon::prelude::*;
 use serde_json::Value as Json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Files by path relative to the output root.
 pub type Files = BTreeMap<String, Vec<u8>>;
@@ -55,6 +56,16 @@ pub struct Tree {
     /// The Secrets, each with the index of its cluster.
     pending: Vec<(usize, Pending)>,
     fingerprint_key: Option<FingerprintKey>,
+    /// Set by [`Tree::keep_sealed`]: the stamps of the sealed files it kept, what records the
+    /// others' once sealed, and their seal inputs by path.
+    sealed_memo: Option<SealedMemo>,
+}
+
+/// What the render memo knows of the sealed files (see [`Tree::keep_sealed`]).
+struct SealedMemo {
+    kept: Vec<(String, Entry)>,
+    stamper: Stamper,
+    inputs: HashMap<String, [u8; 32]>,
 }
 
 impl Tree {
@@ -88,6 +99,68 @@ impl Tree {
         self.sealers.push(sealer);
         self.pending.extend(laid.pending.into_iter().map(|p| (index, p)));
         Ok(())
+    }
+
+    /// Takes out of sealing every Secret whose file the render memo vouches for: its stamp
+    /// holds for the Secret's seal inputs ([`seal_inputs`]: the values' fingerprints, the
+    /// sealer, the metadata) and for the file now at its path. Sealing over that file would
+    /// give its bytes again, so it is kept as it is, unread. Without a fingerprint key nothing
+    /// is kept. Returns how many were kept; [`Tree::sealed_entries`] gives the stamps to save.
+    pub fn keep_sealed(&mut self, memo: &Memo<'_>) -> usize {
+        let Some(key) = self.fingerprint_key.as_ref() else { return 0 };
+        let (sealers, plans) = (&self.sealers, &self.plans);
+        let decided: Vec<((usize, Pending), [u8; 32], Option<(ContentId, Entry)>)> = std::mem::take(&mut self.pending)
+            .into_par_iter()
+            .map(|(cluster, pending)| {
+                let Some(sealer) = sealers[cluster].as_ref() else { unreachable!("a Secret is laid out only with a sealer") };
+                let inputs = seal_inputs(&pending.secret, sealer, key);
+                let found = memo
+                    .lookup_file(&sealed_job(&plans[cluster].cluster, &pending.path), &inputs)
+                    .filter(|(path, ..)| *path == pending.path)
+                    .map(|(_, content, entry)| (content, entry));
+                ((cluster, pending), inputs, found)
+            })
+            .collect();
+        let mut sealed_memo = SealedMemo { kept: Vec::new(), stamper: memo.stamper(), inputs: HashMap::new() };
+        for ((cluster, pending), inputs, found) in decided {
+            match found {
+                Some((content, entry)) => {
+                    self.kept.insert(pending.path.clone(), content);
+                    sealed_memo.kept.push((sealed_job(&self.plans[cluster].cluster, &pending.path), entry));
+                }
+                None => {
+                    sealed_memo.inputs.insert(pending.path.clone(), inputs);
+                    self.pending.push((cluster, pending));
+                }
+            }
+        }
+        let kept = sealed_memo.kept.len();
+        self.sealed_memo = Some(sealed_memo);
+        kept
+    }
+
+    /// The memo entries of the sealed files, by job key, once [`Tree::seal`] ran: those
+    /// [`Tree::keep_sealed`] kept and those sealed since (none when it did not run).
+    #[must_use]
+    pub fn sealed_entries(&self) -> Vec<(String, Entry)> {
+        let Some(sealed_memo) = &self.sealed_memo else { return Vec::new() };
+        let mut entries = sealed_memo.kept.clone();
+        for (cluster, pending) in &self.pending {
+            let (Some(inputs), Some(bytes), Some(sealer)) =
+                (sealed_memo.inputs.get(&pending.path), self.files.get(&pending.path), self.sealers[*cluster].as_ref())
+            else {
+                continue;
+            };
+            let job = sealed_job(&self.plans[*cluster].cluster, &pending.path);
+            let id = sealer.target(&pending.secret);
+            entries.push((job.clone(), sealed_memo.stamper.record_file(&job, inputs, &pending.path, &id, &ContentId::of(bytes))));
+        }
+        entries
+    }
+
+    /// The paths of the Secrets still to seal.
+    pub fn pending_paths(&self) -> impl Iterator<Item = &str> {
+        self.pending.iter().map(|(_, pending)| pending.path.as_str())
     }
 
     /// Seals every Secret into its file. `previous` returns the object previously written at
@@ -201,6 +274,12 @@ impl Tree {
     pub fn clusters(&self) -> impl Iterator<Item = &str> {
         self.plans.iter().map(|plan| plan.cluster.as_str())
     }
+}
+
+/// The render memo's job key of the sealed file at `path` of cluster `cluster`: under the
+/// cluster's prefix (saved with its memo); `:` keeps it apart from every component's job.
+fn sealed_job(cluster: &str, path: &str) -> String {
+    format!("{cluster}/sealed:{path}")
 }
 
 fn seal_one(
