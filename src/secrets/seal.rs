@@ -386,7 +386,8 @@ mod tests {
             seal_inputs(&plain(Scope::Strict), &sops_sealer("a"), &fk()),
             seal_inputs(&plain(Scope::Strict), &sops_sealer("b"), &fk())
         );
-        let changes: Vec<(&str, Box<dyn Fn(&mut PlainSecret)>)> = vec![
+        type Change = Box<dyn Fn(&mut PlainSecret)>;
+        let changes: Vec<(&str, Change)> = vec![
             ("a value", Box::new(|s| s.data.insert("password".into(), Zeroizing::new(b"hunter3".to_vec())).map(drop).unwrap_or(()))),
             ("a key", Box::new(|s| s.data.insert("extra".into(), Zeroizing::new(b"1".to_vec())).map(drop).unwrap_or(()))),
             ("a label", Box::new(|s| s.labels.insert("tier".into(), "db".into()).map(drop).unwrap_or(()))),

@@ -109,7 +109,9 @@ impl Tree {
     pub fn keep_sealed(&mut self, memo: &Memo<'_>) -> usize {
         let Some(key) = self.fingerprint_key.as_ref() else { return 0 };
         let (sealers, plans) = (&self.sealers, &self.plans);
-        let decided: Vec<((usize, Pending), [u8; 32], Option<(ContentId, Entry)>)> = std::mem::take(&mut self.pending)
+        // NB: per Secret: it, its seal inputs, and the file's content id and entry when kept.
+        type Decided = ((usize, Pending), [u8; 32], Option<(ContentId, Entry)>);
+        let decided: Vec<Decided> = std::mem::take(&mut self.pending)
             .into_par_iter()
             .map(|(cluster, pending)| {
                 let Some(sealer) = sealers[cluster].as_ref() else { unreachable!("a Secret is laid out only with a sealer") };
