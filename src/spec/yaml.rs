@@ -220,6 +220,56 @@ fn is_core_float(text: &str) -> bool {
 /// The first syntax error ends parsing (the parser cannot recover); structural problems such as
 /// duplicate keys or non-string keys are collected and parsing goes on.
 pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
+    use rayon::prelude::*;
+    let chunks = chunks(text);
+    if chunks.len() > 1 {
+        // NB: documents share nothing (an alias names an anchor of its own document), so
+        // runs of whole documents parse apart. Anything unusual (an error, too many nodes in
+        // all) is parsed again in one piece, for the same answer and the same errors.
+        let ends = chunks.iter().skip(1).map(|&(start, _)| start).chain([text.len()]);
+        let pieces: Vec<(&str, usize)> = chunks.iter().zip(ends).map(|(&(start, line), end)| (&text[start..end], line)).collect();
+        let parsed: Vec<Parsed> = pieces.par_iter().map(|&(piece, line)| parse_stream(file, piece, line)).collect();
+        let mut documents = Vec::new();
+        let mut nodes = 0;
+        for chunk in parsed {
+            let Ok((found, counted)) = chunk else { return parse_stream(file, text, 0).map(|(documents, _)| documents) };
+            documents.extend(found);
+            nodes += counted;
+        }
+        if nodes <= MAX_NODES {
+            return Ok(documents);
+        }
+    }
+    parse_stream(file, text, 0).map(|(documents, _)| documents)
+}
+
+/// The documents of a stream and how many nodes they hold, or why it does not parse.
+type Parsed = Result<(Vec<Node>, usize), Vec<ParseError>>;
+
+/// Where a large stream may be cut to parse in parallel: `(byte offset, lines before it)` of
+/// each piece, every piece a run of whole documents starting at a `---` line (one piece for a
+/// small stream, or one with directives, which apply past a cut).
+fn chunks(text: &str) -> Vec<(usize, usize)> {
+    const PIECE: usize = 256 * 1024;
+    let mut cuts = vec![(0, 0)];
+    if text.len() < 2 * PIECE || text.lines().any(|line| line.starts_with('%')) {
+        return cuts;
+    }
+    let (mut offset, mut line) = (0, 0);
+    for piece in text.split_inclusive('\n') {
+        let marker = piece.strip_prefix("---").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']));
+        if marker && offset - cuts[cuts.len() - 1].0 >= PIECE {
+            cuts.push((offset, line));
+        }
+        offset += piece.len();
+        line += 1;
+    }
+    cuts
+}
+
+/// Parses a stream (or the part of one after `lines` lines: its origins are those of the
+/// whole); returns its documents and how many nodes they hold.
+fn parse_stream(file: usize, text: &str, lines: usize) -> Parsed {
     let mut builder = Builder { file, anchors: HashMap::new(), errors: Vec::new(), nodes: 0 };
     let mut documents = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
@@ -229,13 +279,13 @@ pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
             Err(error) => {
                 let marker = error.marker();
                 builder.errors.push(ParseError {
-                    origin: Origin { file, line: marker.line(), column: marker.col() + 1 },
+                    origin: Origin { file, line: marker.line() + lines, column: marker.col() + 1 },
                     message: format!("invalid YAML: {}", error.info()),
                 });
                 return Err(builder.errors);
             }
         };
-        let origin = Origin { file, line: span.start.line(), column: span.start.col() + 1 };
+        let origin = Origin { file, line: span.start.line() + lines, column: span.start.col() + 1 };
         let Ok(completed) = builder.event(event, origin, &mut stack) else { return Err(builder.errors) };
         if builder.nodes > MAX_NODES {
             builder.error(origin, format!("document too large: more than {MAX_NODES} nodes after expanding aliases"));
@@ -247,7 +297,7 @@ pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
     }
     if builder.errors.is_empty() {
         documents.retain(|d| d.value != Value::Null);
-        Ok(documents)
+        Ok((documents, builder.nodes))
     } else {
         Err(builder.errors)
     }
@@ -411,6 +461,48 @@ mod tests {
 
     fn one(text: &str) -> Node {
         parse(0, text).expect("valid yaml").remove(0)
+    }
+
+    /// A stream of `n` documents large enough to be cut, with anchors, block scalars holding
+    /// `---` (indented: not a marker), comments and an empty document.
+    fn large(n: usize) -> String {
+        let mut text = String::from("# head\n");
+        for i in 0..n {
+            text.push_str(&format!(
+                "---\nkind: TFRServer\nmetadata: {{name: robot{i:05}}}\nspec:\n  tenant: t{}\n  labels: &l{i} {{a: b{i}}}\n  text: |\n    line one\n    --- not a marker\n  copy: *l{i}\n  padding: \"{}\"\n",
+                i % 7,
+                "x".repeat(200)
+            ));
+            if i == n / 2 {
+                text.push_str("---\n# an empty document\n");
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn a_large_stream_parses_in_pieces_to_what_one_piece_gives() {
+        let text = large(3000);
+        assert!(chunks(&text).len() > 2, "cut into pieces: {:?}", chunks(&text).len());
+        for &(start, _) in &chunks(&text)[1..] {
+            assert!(text[start..].starts_with("---\n"), "a cut starts a document");
+        }
+        let whole = parse_stream(0, &text, 0).expect("valid").0;
+        let pieces = parse(0, &text).expect("valid");
+        assert_eq!(whole.len(), 3000);
+        assert_eq!(pieces.len(), 3000);
+        assert_eq!(pieces, whole, "the same documents, values and origins");
+        assert_eq!(pieces[2999].get("metadata").unwrap().origin, whole[2999].get("metadata").unwrap().origin);
+
+        // An error late in the stream is reported where it is, as one piece reports it.
+        let broken = text.replacen("name: robot02900}", "name: robot02900", 1);
+        let errors = parse(0, &broken).expect_err("invalid");
+        let line = broken[..broken.find("name: robot02900").unwrap()].lines().count() + 1;
+        assert_eq!(errors, parse_stream(0, &broken, 0).expect_err("invalid"));
+        assert!(errors[0].origin.line >= line, "{:?} at or after line {line}", errors[0].origin);
+        // Directives apply past a cut: such a stream is parsed in one piece.
+        assert_eq!(chunks(&format!("%YAML 1.2\n{text}")).len(), 1);
+        assert_eq!(chunks(&large(10)).len(), 1, "a small stream is one piece");
     }
 
     #[test]
