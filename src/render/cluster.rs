@@ -357,7 +357,7 @@ fn cluster_components(context: &mut Context<'_>, frame: &Frame<'_>, spec: &Spec,
         let mut values = serde_json::to_value(values).unwrap_or(Json::Null);
         values["labels"] = labels(name, &id);
         let template = format!("cluster/{}.yaml", definition.name);
-        context.defer(&id, &template, values, false, scope, cluster.locate("metadata.name"));
+        context.defer(&id, &template, super::engine::Values::alone(values), false, scope, cluster.locate("metadata.name"));
         for secret in &mut secrets {
             add_secret_labels(secret, name, &id);
         }

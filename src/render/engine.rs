@@ -19,6 +19,7 @@ use crate::spec::{Diagnostic, Object};
 use rayon::prelude::*;
 use serde_json::{Value as Json, json};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use zeroize::Zeroizing;
 
 /// What every component of one cluster is rendered against.
@@ -118,7 +119,7 @@ impl<'a> Context<'a> {
 
     /// Queues template `name` with `values` for component `component`: its objects are rendered
     /// and checked by [`Context::render_jobs`], in parallel with the other components'.
-    pub(crate) fn defer(&mut self, component: &str, name: &str, values: Json, layered: bool, scope: check::Scope, origin: Origin) {
+    pub(crate) fn defer(&mut self, component: &str, name: &str, values: Values, layered: bool, scope: check::Scope, origin: Origin) {
         self.jobs.push(Job { component: component.to_owned(), template: name.to_owned(), values, layered, scope, origin });
     }
 
@@ -214,7 +215,7 @@ impl<'a> Context<'a> {
         namespace: &str,
         id: String,
         template: &str,
-        values: &Json,
+        values: &Arc<Shared>,
         origin: Origin,
         mut secrets: Vec<PlainSecret>,
         timeout: &str,
@@ -226,8 +227,7 @@ impl<'a> Context<'a> {
             namespaces: [namespace.to_owned(), frame.engine_namespace.to_owned()].into_iter().collect(),
             cluster_kinds: std::collections::BTreeSet::new(),
         };
-        let mut values = values.clone();
-        values["labels"] = labels(cluster, &id);
+        let values = Values { shared: Arc::clone(values), labels: Some(labels(cluster, &id)) };
         self.defer(&id, template, values, true, scope, origin);
         for secret in &mut secrets {
             add_secret_labels(secret, cluster, &id);
@@ -248,7 +248,7 @@ impl<'a> Context<'a> {
 pub(crate) struct Job {
     component: String,
     template: String,
-    values: Json,
+    values: Values,
     /// Whether `values` are layered over the cluster's shared values.
     layered: bool,
     scope: check::Scope,
@@ -257,7 +257,7 @@ pub(crate) struct Job {
 
 /// The memo's inputs digest of template `template` checked against `scope`, with `values`
 /// layered over shared values of digest `base` (when some).
-pub(crate) fn scoped_digest(template: &str, scope: &check::Scope, base: Option<&[u8; 32]>, values: &Json) -> [u8; 32] {
+pub(crate) fn scoped_digest(template: &str, scope: &check::Scope, base: Option<&[u8; 32]>, values: &Values) -> [u8; 32] {
     let namespaces: Vec<&str> = scope.namespaces.iter().map(String::as_str).collect();
     let kinds: Vec<&str> = scope.cluster_kinds.iter().map(String::as_str).collect();
     let (namespaces, kinds) = (namespaces.join("\n"), kinds.join("\n"));
@@ -269,9 +269,49 @@ pub(crate) fn scoped_digest(template: &str, scope: &check::Scope, base: Option<&
             namespaces.as_bytes(),
             kinds.as_bytes(),
             base.map_or(&[][..], |d| &d[..]),
+            values.shared.digest(),
         ],
-        values,
+        values.labels.as_ref().unwrap_or(&Json::Null),
     )
+}
+
+/// Values shared by the components of one server or namespace (one copy, digested once).
+pub(crate) struct Shared {
+    json: Json,
+    digest: std::sync::OnceLock<[u8; 32]>,
+}
+
+impl Shared {
+    pub(crate) fn new(json: Json) -> Shared {
+        Shared { json, digest: std::sync::OnceLock::new() }
+    }
+
+    /// SHA-256 of the values as JSON (see [`memo::inputs_digest`]), computed once.
+    fn digest(&self) -> &[u8; 32] {
+        self.digest.get_or_init(|| memo::inputs_digest(&[b"values"], &self.json))
+    }
+}
+
+/// A unit's values: shared ones, with the component's own `labels` over them when given.
+pub(crate) struct Values {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) labels: Option<Json>,
+}
+
+impl Values {
+    /// Values of one unit alone.
+    pub(crate) fn alone(json: Json) -> Values {
+        Values { shared: Arc::new(Shared::new(json)), labels: None }
+    }
+
+    /// The values as the template sees them: the shared ones, `labels` set over them.
+    fn json(&self) -> Json {
+        let mut json = self.shared.json.clone();
+        if let Some(labels) = &self.labels {
+            json["labels"] = labels.clone();
+        }
+        json
+    }
 }
 
 /// What rendering one templated unit gave: its objects or its problems, and its memo entry
@@ -292,19 +332,19 @@ pub(crate) fn render_unit(
     key: String,
     dir: &str,
     template: &str,
-    own: &Json,
+    own: &Values,
     base: Option<(&minijinja::Value, &[u8; 32])>,
     scope: &check::Scope,
     origin: Origin,
 ) -> Done {
     let Some(memo) = memo else {
-        return Done { result: render_checked(env, template, layered(own, base), scope, origin), memo: None };
+        return Done { result: render_checked(env, template, layered(&own.json(), base), scope, origin), memo: None };
     };
     let inputs = scoped_digest(template, scope, base.map(|(_, digest)| digest), own);
     if let Some((objects, entry)) = memo.lookup(&key, &inputs) {
         return Done { result: Ok(objects), memo: Some((key, entry, true)) };
     }
-    let result = render_checked(env, template, layered(own, base), scope, origin);
+    let result = render_checked(env, template, layered(&own.json(), base), scope, origin);
     let entry = result.as_ref().ok().map(|objects| memo.record(&key, &inputs, dir, objects));
     Done { result, memo: entry.map(|entry| (key, entry, false)) }
 }

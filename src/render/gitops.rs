@@ -104,7 +104,7 @@ pub(crate) fn gitops_objects(
                     wait: !component.objects.iter().all(|o| o.id.kind == "PersistentVolumeClaim"),
                 },
             };
-            let own = serde_json::to_value(&values).unwrap_or(Json::Null);
+            let own = super::engine::Values::alone(serde_json::to_value(&values).unwrap_or(Json::Null));
             let key = format!("{name}/gitops/{}", component.id);
             render_unit(env, memo, key, &dir, template, &own, Some((&base, values_digest)), &scope, origin)
         })
