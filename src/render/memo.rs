@@ -4,9 +4,11 @@
 //!
 //! Every templated unit (a component's template, a component's GitOps entry) has a *job key*
 //! (`<cluster>/<component id>` or `<cluster>/gitops/<component id>`) and an *inputs digest*:
-//! SHA-256 over the template name, its values as JSON, the scope it is checked against and,
-//! for values layered over the cluster's shared values, their digest. The digest never leaves
-//! the process. What is kept between runs is a *stamp* per job:
+//! SHA-256 over the template name, its values (the digest of the JSON of the values its
+//! server's or namespace's components share, and its own labels), the scope it is checked
+//! against and, for values layered over the cluster's shared values, their digest. The digest
+//! never leaves the process. A sealed Secret's file is a job of its own
+//! (`<cluster>/sealed:<path>`), over its seal inputs ([`crate::secrets::seal::seal_inputs`]). What is kept between runs is a *stamp* per job:
 //!
 //! `stamp = HMAC-SHA256(memo_key, "tfrs/memo/v2" ‖ lp(build) ‖ lp(job) ‖ inputs ‖
 //! for each object: lp(path) ‖ lp(apiVersion) ‖ lp(kind) ‖ lp(namespace) ‖ lp(name) ‖ content id)`
