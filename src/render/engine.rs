@@ -286,6 +286,11 @@ impl Shared {
         Shared { json, digest: std::sync::OnceLock::new() }
     }
 
+    /// The shared values of `values` as JSON (null if they cannot be).
+    pub(crate) fn of(values: impl serde::Serialize) -> Arc<Shared> {
+        Arc::new(Shared::new(serde_json::to_value(values).unwrap_or(Json::Null)))
+    }
+
     /// SHA-256 of the values as JSON (see [`memo::inputs_digest`]), computed once.
     fn digest(&self) -> &[u8; 32] {
         self.digest.get_or_init(|| memo::inputs_digest(&[b"values"], &self.json))

@@ -167,9 +167,7 @@ pub(crate) fn render(
     components: &mut Vec<Component>,
 ) {
     let Some(owned) = resolve(context, frame, unit, server, credentials) else { return };
-    let values = std::sync::Arc::new(super::engine::Shared::new(
-        serde_json::to_value(values(context, frame, unit, server, &owned)).unwrap_or(Json::Null),
-    ));
+    let values = super::engine::Shared::of(values(context, frame, unit, server, &owned));
     for definition in DEFINITIONS {
         let id = component_id(&unit.namespace, owned.name, definition.name);
         if !frame.graph.contains(&id) {

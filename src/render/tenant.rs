@@ -239,9 +239,7 @@ struct TenantInfo<'a> {
 pub(crate) fn render(context: &mut Context<'_>, frame: &Frame<'_>, unit: &Unit<'_>, components: &mut Vec<Component>) -> Credentials {
     let namespace = unit.namespace.as_str();
     let credentials = credentials(context, frame.cluster.name(), unit);
-    let values = std::sync::Arc::new(super::engine::Shared::new(
-        serde_json::to_value(values(context, frame, unit, &credentials)).unwrap_or(Json::Null),
-    ));
+    let values = super::engine::Shared::of(values(context, frame, unit, &credentials));
     let owned = Owned { namespace, credentials: &credentials, pull: frame.pull };
     for definition in DEFINITIONS {
         let id = component_id(namespace, definition.name);
