@@ -358,6 +358,11 @@ fn message(options: &CommitOptions, files: &Files, diff: &Diff) -> String {
 
 /// Moves `refs/heads/<branch>` from `from` to `to`; `Ok(false)` when another writer got there
 /// first.
+/// The lock file Git (and libgit2) takes to update `branch`.
+fn ref_lock(repo: &Repository, branch: &str) -> std::path::PathBuf {
+    repo.path().join(format!("{}.lock", branch_ref(branch)))
+}
+
 fn compare_and_swap(repo: &Repository, branch: &str, from: Option<Oid>, to: Oid) -> Result<bool> {
     let name = branch_ref(branch);
     let result = match from {
@@ -417,13 +422,21 @@ pub(crate) fn commit_with<R: CryptoRng + ?Sized>(
 ) -> Result<Outcome> {
     let attempts = options.attempts.max(1);
     let mut last_rejection = String::new();
+    let lock = ref_lock(repo, &options.branch);
     for attempt in 1..=attempts {
         match try_commit(repo, options, tree, rng, attempt, before_update)? {
             Attempt::Done(outcome) => return Ok(outcome),
             Attempt::Retry(rejection) => last_rejection = rejection.unwrap_or(last_rejection),
         }
+        // NB: another writer holds the branch's lock: give it time to finish.
+        if lock.exists() && attempt < attempts {
+            std::thread::sleep(std::time::Duration::from_millis(100 * attempt as u64));
+        }
     }
     let branch = options.branch.clone();
+    if lock.exists() {
+        return Err(Error::Locked { branch, lock, attempts });
+    }
     Err(match &options.push {
         Some(push) if !last_rejection.is_empty() => Error::PushRejected { remote: push.remote.clone(), attempts, reason: last_rejection },
         _ => Error::Contended { branch, attempts },

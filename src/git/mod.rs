@@ -72,6 +72,20 @@ pub enum Error {
         #[source]
         source: git2::Error,
     },
+    /// The branch's reference stayed locked through every attempt: another process holds the
+    /// lock, or one was stopped while it held it (Git never removes such a lock by itself).
+    #[error(
+        "`{branch}` stayed locked through {attempts} attempts: `{}` exists; another git process is updating the branch, or one was stopped while it did: if none is running, remove that file and run again",
+        lock.display()
+    )]
+    Locked {
+        /// The branch.
+        branch: String,
+        /// The lock file.
+        lock: std::path::PathBuf,
+        /// Attempts made.
+        attempts: usize,
+    },
     /// Another writer kept moving the branch.
     #[error("`{branch}` kept moving under us: gave up after {attempts} attempts; nothing was lost, run again")]
     Contended {

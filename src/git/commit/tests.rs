@@ -90,6 +90,24 @@ fn a_branch_that_keeps_moving_fails_clearly() {
 }
 
 #[test]
+fn a_lock_left_on_the_branch_is_named_not_taken_for_a_moving_branch() {
+    let (_dir, repo) = bare();
+    run(&repo, &CommitOptions::default(), "1");
+    let before = repo.refname_to_id("refs/heads/main").expect("main");
+    // NB: what a git process stopped while it updated `main` leaves behind.
+    let lock = repo.path().join("refs/heads/main.lock");
+    std::fs::write(&lock, format!("{before}\n")).expect("lock");
+    let options = CommitOptions { attempts: 2, ..CommitOptions::default() };
+    let error = run_racing(&repo, &options, "2", &|_| {}).expect_err("locked");
+    let message = error.to_string();
+    assert!(matches!(error, Error::Locked { attempts: 2, .. }), "{message}");
+    assert!(message.contains(&lock.display().to_string()) && message.contains("remove that file"), "{message}");
+    assert_eq!(repo.refname_to_id("refs/heads/main").expect("main"), before, "the branch is untouched");
+    std::fs::remove_file(&lock).expect("unlock");
+    assert!(matches!(run(&repo, &CommitOptions::default(), "2"), Outcome::Committed { .. }), "then it commits");
+}
+
+#[test]
 fn a_rejected_push_is_rebuilt_on_the_new_remote_tip() {
     let (_remote_dir, remote_repo) = bare();
     run(&remote_repo, &CommitOptions::default(), "1");
