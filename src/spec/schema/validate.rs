@@ -6,6 +6,7 @@ use crate::spec::diagnostic::Rule;
 use crate::spec::diagnostic::{Diagnostic, did_you_mean};
 use crate::spec::yaml::{Key, Node, Origin, Value};
 use serde_json::{Map, Value as Json};
+use std::borrow::Cow;
 
 /// Options of one validation pass.
 #[derive(Debug, Clone, Copy, Default)]
@@ -39,7 +40,10 @@ pub fn join(path: &str, key: &str) -> String {
     }
 }
 
-impl Validator<'_> {
+/// The schema of anything (`items` left out).
+static ANY: Json = Json::Bool(true);
+
+impl<'a> Validator<'a> {
     fn check(&mut self, node: &mut Node, schema: &Json, path: &str) {
         let schema = self.deref(schema);
         self.check_typed(node, &schema, path);
@@ -57,12 +61,22 @@ impl Validator<'_> {
         }
     }
 
-    fn deref(&self, schema: &Json) -> Json {
-        let mut current = schema.clone();
+    /// `schema` with its `$ref`s followed (siblings of a `$ref` merged into its target): the
+    /// schema itself or its target when there is nothing to merge, a copy only when there is.
+    fn deref<'s>(&self, schema: &'s Json) -> Cow<'s, Json>
+    where
+        'a: 's,
+    {
+        let mut current = Cow::Borrowed(schema);
         for _ in 0..16 {
             let Some(reference) = current.get("$ref").and_then(Json::as_str) else { break };
             let name = reference.trim_start_matches("#/$defs/");
             let Some(target) = self.root.get("$defs").and_then(|d| d.get(name)) else { break };
+            let siblings = current.as_object().is_some_and(|o| o.len() > 1);
+            if !siblings || !target.is_object() {
+                current = Cow::Borrowed(target);
+                continue;
+            }
             let mut merged = target.clone();
             if let (Some(merged), Some(siblings)) = (merged.as_object_mut(), current.as_object()) {
                 for (key, value) in siblings {
@@ -71,7 +85,7 @@ impl Validator<'_> {
                     }
                 }
             }
-            current = merged;
+            current = Cow::Owned(merged);
         }
         current
     }
@@ -79,18 +93,18 @@ impl Validator<'_> {
     fn check_typed(&mut self, node: &mut Node, schema: &Json, path: &str) {
         let branches = schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Json::as_array);
         if let Some(branches) = branches {
-            let branches: Vec<Json> = branches.iter().map(|b| self.deref(b)).collect();
+            let branches: Vec<Cow<'_, Json>> = branches.iter().map(|b| self.deref(b)).collect();
+            let branches: Vec<&Json> = branches.iter().map(|b| &**b).collect();
             if let Some(allowed) = constants(&branches) {
                 self.check_enum(node, &allowed, path);
                 return;
             }
-            let non_null: Vec<&Json> = branches.iter().filter(|b| b.get("type") != Some(&Json::from("null"))).collect();
+            let non_null: Vec<&Json> = branches.iter().copied().filter(|b| b.get("type") != Some(&Json::from("null"))).collect();
             if non_null.len() < branches.len() && node.value == Value::Null {
                 return;
             }
             if let Some(first) = non_null.first() {
-                let first = (*first).clone();
-                self.check(node, &first, path);
+                self.check(node, first, path);
             }
             return;
         }
@@ -115,10 +129,10 @@ impl Validator<'_> {
             "integer" | "number" => self.check_range(node, schema, path),
             "object" => self.check_object(node, schema, path),
             "array" => {
-                let items = schema.get("items").cloned().unwrap_or(Json::Bool(true));
+                let items = schema.get("items").unwrap_or(&ANY);
                 if let Value::Seq(elements) = &mut node.value {
                     for (index, element) in elements.iter_mut().enumerate() {
-                        self.check(element, &items, &format!("{path}[{index}]"));
+                        self.check(element, items, &format!("{path}[{index}]"));
                     }
                 }
             }
@@ -224,7 +238,7 @@ impl Validator<'_> {
     fn check_object(&mut self, node: &mut Node, schema: &Json, path: &str) {
         let empty = Map::new();
         let properties = schema.get("properties").and_then(Json::as_object).unwrap_or(&empty);
-        let additional = schema.get("additionalProperties").cloned();
+        let additional = schema.get("additionalProperties");
         let names_format = schema.get("propertyNames").and_then(|p| p.get("x-tfrs-check")).and_then(Json::as_str).map(str::to_owned);
         let origin = node.origin;
         let Value::Map(entries) = &mut node.value else { return };
@@ -234,8 +248,7 @@ impl Validator<'_> {
         for (key, value) in entries.iter_mut() {
             let child = join(path, &key.name);
             if let Some(property) = properties.get(&key.name) {
-                let property = property.clone();
-                self.check(value, &property, &child);
+                self.check(value, property, &child);
             } else {
                 match &additional {
                     Some(Json::Bool(false)) => self.unknown_field(key, properties, &child),
@@ -299,7 +312,7 @@ impl Validator<'_> {
 }
 
 /// If every branch is a constant (`const` or a one-value `enum`), the allowed values.
-fn constants(branches: &[Json]) -> Option<Vec<String>> {
+fn constants(branches: &[&Json]) -> Option<Vec<String>> {
     let mut values = Vec::new();
     for branch in branches {
         if let Some(value) = branch.get("const").and_then(Json::as_str) {
