@@ -127,58 +127,42 @@ fn render_writes_encrypted_files_and_plaintext_only_where_asked() {
 fn a_plaintext_copy_inside_the_output_directory_is_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let key = root().join("fixtures/demo/keys/master.key");
+    // NB: `infra render SPEC` into `out` with the plaintext copy at `plaintext`.
+    let with_plaintext = |spec: &str, out: &Path, plaintext: &Path| {
+        let key = root().join("fixtures/demo/keys/master.key");
+        tfrs(&[
+            "infra",
+            "render",
+            spec,
+            "--master-key-file",
+            key.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--plaintext-out",
+            plaintext.to_str().unwrap(),
+        ])
+    };
     let inside = out.join(".env.infra");
-    let output = tfrs(&[
-        "infra",
-        "render",
-        SPEC,
-        "--master-key-file",
-        key.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--plaintext-out",
-        inside.to_str().unwrap(),
-    ]);
+    let output = with_plaintext(SPEC, &out, &inside);
     assert_eq!(output.status.code(), Some(2), "{}", report(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("is inside `--out"), "{}", report(&output));
     assert!(!out.exists());
     let sneaky = out.join("../out/sub/.env.infra");
-    let output = tfrs(&[
-        "infra",
-        "render",
-        SPEC,
-        "--master-key-file",
-        key.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--plaintext-out",
-        sneaky.to_str().unwrap(),
-    ]);
+    let output = with_plaintext(SPEC, &out, &sneaky);
     assert_eq!(output.status.code(), Some(2), "{}", report(&output));
     // A plaintext path that cannot be written (no such directory): no file is replaced, not
     // even the ones that could be.
     let first = render(dir.path());
-    let before: Vec<Vec<u8>> =
-        ["docker-compose.cloud.yml", "env.infra.sops.yaml"].iter().map(|f| std::fs::read(first.out.join(f)).unwrap()).collect();
+    let files = || -> Vec<Vec<u8>> {
+        ["docker-compose.cloud.yml", "env.infra.sops.yaml"].iter().map(|f| std::fs::read(first.out.join(f)).unwrap()).collect()
+    };
+    let before = files();
     let rotated = dir.path().join("rotated.yaml");
     std::fs::write(&rotated, format!("{}  rotation:\n    DB_PASSWORD: 3\n", std::fs::read_to_string(root().join(SPEC)).unwrap())).unwrap();
     let nowhere = dir.path().join("no/such/dir/.env.infra");
-    let output = tfrs(&[
-        "infra",
-        "render",
-        rotated.to_str().unwrap(),
-        "--master-key-file",
-        key.to_str().unwrap(),
-        "--out",
-        first.out.to_str().unwrap(),
-        "--plaintext-out",
-        nowhere.to_str().unwrap(),
-    ]);
+    let output = with_plaintext(rotated.to_str().unwrap(), &first.out, &nowhere);
     assert_eq!(output.status.code(), Some(2), "{}", report(&output));
-    let after: Vec<Vec<u8>> =
-        ["docker-compose.cloud.yml", "env.infra.sops.yaml"].iter().map(|f| std::fs::read(first.out.join(f)).unwrap()).collect();
-    assert_eq!(after, before, "a failed render replaced files");
+    assert_eq!(files(), before, "a failed render replaced files");
     let leftovers: Vec<String> = std::fs::read_dir(&first.out)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
