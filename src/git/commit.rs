@@ -356,13 +356,13 @@ fn message(options: &CommitOptions, files: &Files, diff: &Diff) -> String {
     message
 }
 
-/// Moves `refs/heads/<branch>` from `from` to `to`; `Ok(false)` when another writer got there
-/// first.
 /// The lock file Git (and libgit2) takes to update `branch`.
 fn ref_lock(repo: &Repository, branch: &str) -> std::path::PathBuf {
     repo.path().join(format!("{}.lock", branch_ref(branch)))
 }
 
+/// Moves `refs/heads/<branch>` from `from` to `to`; `Ok(false)` when another writer got there
+/// first.
 fn compare_and_swap(repo: &Repository, branch: &str, from: Option<Oid>, to: Oid) -> Result<bool> {
     let name = branch_ref(branch);
     let result = match from {
