@@ -42,7 +42,7 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // their Git blob ids: unchanged units are neither templated nor read.
     let memos = (!args.no_memo).then(|| memo_cache::path(&repo.path().join("tfrs-branches").join(&branch))).flatten();
     // The tree is built once; each attempt only seals it against the branch as it then is.
-    let Some((mut tree, jobs, reused)) = build_with_memo(&spec, &bundle, &args.settings, &repo, &branch, memos.as_deref())? else {
+    let Some((mut tree, mut jobs, reused)) = build_with_memo(&spec, &bundle, &args.settings, &repo, &branch, memos.as_deref())? else {
         return Ok(Status::Failure);
     };
     let mut trailers = crate::git::provenance::trailers(source.as_ref(), &super::version::line());
@@ -51,12 +51,12 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         CommitOptions { branch: branch.clone(), message: args.message.clone(), author, push: push.clone(), attempts: ATTEMPTS, trailers };
     let outcome = commit(&repo, &options, &mut tree, &mut crate::source::inputs::system_rng())
         .with_context(|| format!("cannot commit to `{branch}` in `{}`", args.repo))?;
-    if let Some(memos) = memos.as_deref() {
-        let sealed: Table = tree.sealed_entries().into_iter().collect();
-        save_memo(memos, &spec, [&jobs, &sealed]);
-    }
     // NB: how much of the templating the memo saved (not said without a memo).
     let note = if jobs.is_empty() { String::new() } else { format!(" ({reused} of {} templated units reused)", jobs.len()) };
+    if let Some(memos) = memos.as_deref() {
+        jobs.extend(tree.sealed_entries());
+        save_memo(memos, &spec, &jobs);
+    }
     let remote = push.map(|p| p.remote).unwrap_or_default();
     print_outcome(stdout, outcome, &branch, &remote, &note, args.quiet)
 }
@@ -133,18 +133,14 @@ fn build_with_memo(
     }
 }
 
-/// Saves this commit's memo entries (those of `tables`), per cluster (a memo that cannot be
-/// saved costs the next commit time, never correctness: every stamp is checked against the
-/// branch's files).
-fn save_memo(memos: &Path, spec: &Spec, tables: [&Table; 2]) {
+/// Saves this commit's memo entries, per cluster (a memo that cannot be saved costs the next
+/// commit time, never correctness: every stamp is checked against the branch's files).
+fn save_memo(memos: &Path, spec: &Spec, jobs: &Table) {
     let mut staged = memo_cache::Staged::default();
     for cluster in &spec.clusters {
         let prefix = format!("{}/", cluster.name());
-        let own: Table = tables
-            .iter()
-            .flat_map(|jobs| jobs.range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let own: Table =
+            jobs.range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)).map(|(k, v)| (k.clone(), v.clone())).collect();
         if let Err(error) = staged.add(memos, cluster.name(), &own, &crate::tree::current::Records::default()) {
             eprintln!("warning: the render memo of cluster `{}` was not saved: {error}", cluster.name());
             return;
