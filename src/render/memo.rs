@@ -8,7 +8,8 @@
 //! server's or namespace's components share, and its own labels), the scope it is checked
 //! against and, for values layered over the cluster's shared values, their digest. The digest
 //! never leaves the process. A sealed Secret's file is a job of its own
-//! (`<cluster>/sealed:<path>`), over its seal inputs ([`crate::secrets::seal::seal_inputs`]). What is kept between runs is a *stamp* per job:
+//! (`<cluster>/sealed:<path>`), over its seal inputs ([`crate::secrets::seal::seal_inputs`]).
+//! What is kept between runs is a *stamp* per job:
 //!
 //! `stamp = HMAC-SHA256(memo_key, "tfrs/memo/v2" ‖ lp(build) ‖ lp(job) ‖ inputs ‖
 //! for each object: lp(path) ‖ lp(apiVersion) ‖ lp(kind) ‖ lp(namespace) ‖ lp(name) ‖ content id)`
@@ -101,15 +102,14 @@ impl Contents for BTreeMap<String, Vec<u8>> {
 
 /// The memo of one render: the entries of the last run and what its files hold now.
 pub struct Memo<'a> {
-    key: Zeroizing<[u8; 32]>,
-    build: String,
+    stamper: Stamper,
     previous: HashMap<String, Entry>,
     tree: &'a dyn Contents,
 }
 
 impl std::fmt::Debug for Memo<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Memo").field("build", &self.build).field("entries", &self.previous.len()).finish_non_exhaustive()
+        f.debug_struct("Memo").field("build", &self.stamper.build).field("entries", &self.previous.len()).finish_non_exhaustive()
     }
 }
 
@@ -119,7 +119,7 @@ impl<'a> Memo<'a> {
     /// holds by relative path.
     #[must_use]
     pub fn new(key: Zeroizing<[u8; 32]>, build: String, previous: Table, tree: &'a dyn Contents) -> Memo<'a> {
-        Memo { key, build, previous: previous.into_iter().collect(), tree }
+        Memo { stamper: Stamper { key, build }, previous: previous.into_iter().collect(), tree }
     }
 
     /// The objects job `job` produced last time, kept (not read back), when its stamp still
@@ -152,7 +152,7 @@ impl<'a> Memo<'a> {
 
     /// What records stamps of single files after the render (see [`Stamper`]).
     pub(crate) fn stamper(&self) -> Stamper {
-        Stamper { key: self.key.clone(), build: self.build.clone() }
+        self.stamper.clone()
     }
 
     /// The file job `job` wrote last time and its content id, when its stamp still holds for
@@ -164,12 +164,14 @@ impl<'a> Memo<'a> {
     }
 
     fn mac(&self, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
-        stamp_mac(&self.key, &self.build, job, inputs)
+        self.stamper.mac(job, inputs)
     }
 }
 
-/// Records the stamps of jobs of one file (sealed Secrets) once they are written, with the
-/// memo's key and build ([`Memo::stamper`]); a [`Memo::lookup_file`] of the next run checks them.
+/// The memo's key and build, which every stamp is made with. On its own ([`Memo::stamper`]), it
+/// records the stamps of jobs of one file (sealed Secrets) once they are written; a
+/// [`Memo::lookup_file`] of the next run checks them.
+#[derive(Clone)]
 pub(crate) struct Stamper {
     key: Zeroizing<[u8; 32]>,
     build: String,
@@ -181,21 +183,21 @@ impl Stamper {
     pub(crate) fn record_file(&self, job: &str, inputs: &[u8; 32], path: &str, id: &ObjectId, content: &ContentId) -> Entry {
         let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
         let object = Object { id: id.clone(), file: file.to_owned() };
-        let mut mac = stamp_mac(&self.key, &self.build, job, inputs);
+        let mut mac = self.mac(job, inputs);
         absorb(&mut mac, path, &object, content);
         Entry { stamp: crate::secrets::bytes::to_hex(&mac.finalize().into_bytes()), dir: dir.to_owned(), objects: vec![object] }
     }
-}
 
-fn stamp_mac(key: &[u8; 32], build: &str, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
-    let mut head = Vec::with_capacity(64 + build.len() + job.len());
-    head.extend_from_slice(b"tfrs/memo/v2");
-    push_lp(&mut head, build.as_bytes());
-    push_lp(&mut head, job.as_bytes());
-    head.extend_from_slice(inputs);
-    mac.update(&head);
-    mac
+    fn mac(&self, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(self.key.as_slice()).expect("HMAC takes any key length");
+        let mut head = Vec::with_capacity(64 + self.build.len() + job.len());
+        head.extend_from_slice(b"tfrs/memo/v2");
+        push_lp(&mut head, self.build.as_bytes());
+        push_lp(&mut head, job.as_bytes());
+        head.extend_from_slice(inputs);
+        mac.update(&head);
+        mac
+    }
 }
 
 fn absorb(mac: &mut Hmac<Sha256>, path: &str, object: &Object, content: &ContentId) {
