@@ -109,26 +109,26 @@ impl Tree {
     pub fn keep_sealed(&mut self, memo: &Memo<'_>) -> usize {
         let Some(key) = self.fingerprint_key.as_ref() else { return 0 };
         let (sealers, plans) = (&self.sealers, &self.plans);
-        // NB: per Secret: it, its seal inputs, and the file's content id and entry when kept.
-        type Decided = ((usize, Pending), [u8; 32], Option<(ContentId, Entry)>);
+        // NB: per Secret: it, its job, its seal inputs, and the file's content id and entry when
+        // kept.
+        type Decided = ((usize, Pending), String, [u8; 32], Option<(ContentId, Entry)>);
         let decided: Vec<Decided> = std::mem::take(&mut self.pending)
             .into_par_iter()
             .map(|(cluster, pending)| {
                 let Some(sealer) = sealers[cluster].as_ref() else { unreachable!("a Secret is laid out only with a sealer") };
                 let inputs = seal_inputs(&pending.secret, sealer, key);
-                let found = memo
-                    .lookup_file(&sealed_job(&plans[cluster].cluster, &pending.path), &inputs)
-                    .filter(|(path, ..)| *path == pending.path)
-                    .map(|(_, content, entry)| (content, entry));
-                ((cluster, pending), inputs, found)
+                let job = sealed_job(&plans[cluster].cluster, &pending.path);
+                let found =
+                    memo.lookup_file(&job, &inputs).filter(|(path, ..)| *path == pending.path).map(|(_, content, entry)| (content, entry));
+                ((cluster, pending), job, inputs, found)
             })
             .collect();
         let mut sealed_memo = SealedMemo { kept: Vec::new(), stamper: memo.stamper(), inputs: HashMap::new() };
-        for ((cluster, pending), inputs, found) in decided {
+        for ((cluster, pending), job, inputs, found) in decided {
             match found {
                 Some((content, entry)) => {
                     self.kept.insert(pending.path.clone(), content);
-                    sealed_memo.kept.push((sealed_job(&self.plans[cluster].cluster, &pending.path), entry));
+                    sealed_memo.kept.push((job, entry));
                 }
                 None => {
                     sealed_memo.inputs.insert(pending.path.clone(), inputs);
