@@ -221,13 +221,11 @@ fn is_core_float(text: &str) -> bool {
 /// duplicate keys or non-string keys are collected and parsing goes on.
 pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
     use rayon::prelude::*;
-    let chunks = chunks(text);
-    if chunks.len() > 1 {
+    let pieces = pieces(text);
+    if pieces.len() > 1 {
         // NB: documents share nothing (an alias names an anchor of its own document), so
         // runs of whole documents parse apart. Anything unusual (an error, too many nodes in
         // all) is parsed again in one piece, for the same answer and the same errors.
-        let ends = chunks.iter().skip(1).map(|&(start, _)| start).chain([text.len()]);
-        let pieces: Vec<(&str, usize)> = chunks.iter().zip(ends).map(|(&(start, line), end)| (&text[start..end], line)).collect();
         let parsed: Vec<Parsed> = pieces.par_iter().map(|&(piece, line)| parse_stream(file, piece, line)).collect();
         let mut documents = Vec::new();
         let mut nodes = 0;
@@ -246,15 +244,16 @@ pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
 /// The documents of a stream and how many nodes they hold, or why it does not parse.
 type Parsed = Result<(Vec<Node>, usize), Vec<ParseError>>;
 
-/// Where a large stream may be cut to parse in parallel: `(byte offset, lines before it)` of
-/// each piece, every piece a run of whole documents starting at a `---` line (one piece for a
-/// small stream, or one with directives, which apply past a cut).
-fn chunks(text: &str) -> Vec<(usize, usize)> {
+/// A large stream cut to parse in parallel: each piece with the lines before it, every piece
+/// a run of whole documents starting at a `---` line (one piece for a small stream, or one
+/// with directives, which apply past a cut).
+fn pieces(text: &str) -> Vec<(&str, usize)> {
     const PIECE: usize = 256 * 1024;
-    let mut cuts = vec![(0, 0)];
     if text.len() < 2 * PIECE || text.lines().any(|line| line.starts_with('%')) {
-        return cuts;
+        return vec![(text, 0)];
     }
+    // NB: where each piece starts, `(byte offset, lines before it)`.
+    let mut cuts = vec![(0, 0)];
     let (mut offset, mut line) = (0, 0);
     for piece in text.split_inclusive('\n') {
         let marker = piece.strip_prefix("---").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']));
@@ -264,7 +263,8 @@ fn chunks(text: &str) -> Vec<(usize, usize)> {
         offset += piece.len();
         line += 1;
     }
-    cuts
+    let ends = cuts.iter().skip(1).map(|&(start, _)| start).chain([text.len()]);
+    cuts.iter().zip(ends).map(|(&(start, line), end)| (&text[start..end], line)).collect()
 }
 
 /// Parses a stream (or the part of one after `lines` lines: its origins are those of the
@@ -483,16 +483,21 @@ mod tests {
     #[test]
     fn a_large_stream_parses_in_pieces_to_what_one_piece_gives() {
         let text = large(3000);
-        assert!(chunks(&text).len() > 2, "cut into pieces: {:?}", chunks(&text).len());
-        for &(start, _) in &chunks(&text)[1..] {
-            assert!(text[start..].starts_with("---\n"), "a cut starts a document");
+        let cut = pieces(&text);
+        assert!(cut.len() > 2, "cut into pieces: {}", cut.len());
+        assert_eq!(cut.iter().map(|(piece, _)| *piece).collect::<String>(), text, "the pieces are the whole");
+        let mut start = 0;
+        for (piece, line) in &cut {
+            assert!(start == 0 || piece.starts_with("---\n"), "a cut starts a document");
+            assert_eq!(*line, text[..start].lines().count(), "the lines before it");
+            start += piece.len();
         }
         let whole = parse_stream(0, &text, 0).expect("valid").0;
-        let pieces = parse(0, &text).expect("valid");
+        let parsed = parse(0, &text).expect("valid");
         assert_eq!(whole.len(), 3000);
-        assert_eq!(pieces.len(), 3000);
-        assert_eq!(pieces, whole, "the same documents, values and origins");
-        assert_eq!(pieces[2999].get("metadata").unwrap().origin, whole[2999].get("metadata").unwrap().origin);
+        assert_eq!(parsed.len(), 3000);
+        assert_eq!(parsed, whole, "the same documents, values and origins");
+        assert_eq!(parsed[2999].get("metadata").unwrap().origin, whole[2999].get("metadata").unwrap().origin);
 
         // An error late in the stream is reported where it is, as one piece reports it.
         let broken = text.replacen("name: robot02900}", "name: robot02900", 1);
@@ -501,8 +506,8 @@ mod tests {
         assert_eq!(errors, parse_stream(0, &broken, 0).expect_err("invalid"));
         assert!(errors[0].origin.line >= line, "{:?} at or after line {line}", errors[0].origin);
         // Directives apply past a cut: such a stream is parsed in one piece.
-        assert_eq!(chunks(&format!("%YAML 1.2\n{text}")).len(), 1);
-        assert_eq!(chunks(&large(10)).len(), 1, "a small stream is one piece");
+        assert_eq!(pieces(&format!("%YAML 1.2\n{text}")).len(), 1);
+        assert_eq!(pieces(&large(10)).len(), 1, "a small stream is one piece");
     }
 
     #[test]
