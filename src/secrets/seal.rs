@@ -151,13 +151,18 @@ pub fn seal<R: CryptoRng + ?Sized>(
     }
     let backend = backend_name(sealer);
     let identity = sealer_identity(sealer);
-    let binding = Binding { backend, sealer: &identity, scope: scope_name(secret.scope), namespace: &secret.namespace, name: &secret.name };
+    let binding = binding(secret, backend, &identity);
     let fingerprints: Option<BTreeMap<String, String>> =
         fingerprint_key.map(|fk| secret.data.iter().map(|(key, value)| (key.clone(), fk.fingerprint(&binding, key, value))).collect());
     match sealer {
         Sealer::SealedSecrets { certificate } => Ok(seal_sealed_secret(secret, previous, certificate, fingerprints.as_ref(), rng)),
         Sealer::SopsAge { recipients, lastmodified } => seal_sops(secret, previous, recipients, lastmodified, fingerprints.as_ref(), rng),
     }
+}
+
+/// What a fingerprint of `secret`'s values is bound to under sealer `identity` of `backend`.
+fn binding<'s>(secret: &'s PlainSecret, backend: &'s str, identity: &'s str) -> Binding<'s> {
+    Binding { backend, sealer: identity, scope: scope_name(secret.scope), namespace: &secret.namespace, name: &secret.name }
 }
 
 /// A digest of everything [`seal`]'s output depends on but the previous ciphertext and the
@@ -170,11 +175,10 @@ pub fn seal<R: CryptoRng + ?Sized>(
 pub fn seal_inputs(secret: &PlainSecret, sealer: &Sealer, fingerprint_key: &FingerprintKey) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let (backend, identity) = (backend_name(sealer), sealer_identity(sealer));
-    let scope = scope_name(secret.scope);
-    let binding = Binding { backend, sealer: &identity, scope, namespace: &secret.namespace, name: &secret.name };
+    let binding = binding(secret, backend, &identity);
     let mut bytes = Vec::with_capacity(512);
     bytes.extend_from_slice(b"tfrs/seal-inputs/v1");
-    for field in [backend, identity.as_str(), scope, &secret.namespace, &secret.name, &secret.kind] {
+    for field in [backend, identity.as_str(), binding.scope, &secret.namespace, &secret.name, &secret.kind] {
         crate::secrets::bytes::push_lp(&mut bytes, field.as_bytes());
     }
     for map in [&secret.labels, &secret.annotations] {
@@ -199,7 +203,7 @@ pub fn seal_inputs(secret: &PlainSecret, sealer: &Sealer, fingerprint_key: &Fing
 #[must_use]
 pub fn same_values(secret: &PlainSecret, previous: &Json, backend: &str, identity: &str, fingerprint_key: &FingerprintKey) -> Vec<String> {
     let Some(recorded) = recorded_fingerprints(previous) else { return Vec::new() };
-    let binding = Binding { backend, sealer: identity, scope: scope_name(secret.scope), namespace: &secret.namespace, name: &secret.name };
+    let binding = binding(secret, backend, identity);
     secret
         .data
         .iter()
