@@ -278,13 +278,21 @@ fn own_delay(objects: &[Value]) -> Duration {
 
 /// (a): the longest chain of delays through the component graph.
 fn critical_path(rollout: &Rollout) -> Duration {
-    let mut finish: HashMap<&str, Duration> = HashMap::new();
+    earliest_starts(rollout).iter().zip(&rollout.objects).map(|(start, objects)| *start + own_delay(objects)).max().unwrap_or_default()
+}
+
+/// When each component (in plan order) could start at the earliest: once its dependencies
+/// could be ready, each costing only its own delay.
+fn earliest_starts(rollout: &Rollout) -> Vec<Duration> {
+    let mut ready: HashMap<&str, Duration> = HashMap::new();
+    let mut starts = Vec::with_capacity(rollout.plan.components.len());
     // NB: the plan lists components in dependency order.
     for (component, objects) in rollout.plan.components.iter().zip(&rollout.objects) {
-        let start = component.depends_on.iter().filter_map(|d| finish.get(d.as_str())).max().copied().unwrap_or_default();
-        finish.insert(&component.id, start + own_delay(objects));
+        let start = component.depends_on.iter().filter_map(|d| ready.get(d.as_str())).max().copied().unwrap_or_default();
+        ready.insert(&component.id, start + own_delay(objects));
+        starts.push(start);
     }
-    finish.values().max().copied().unwrap_or_default()
+    starts
 }
 
 /// (c): a bound no scheduler can beat on this machine, from the graph and the API server's
@@ -295,19 +303,15 @@ fn critical_path(rollout: &Rollout) -> Duration {
 /// stand-in's writes (a status per object it owns, a namespace per HelmRelease that creates
 /// one), each counted as costing the API server what an apply does.
 fn throughput_bound(rollout: &Rollout, rate: f64, status_writes: bool) -> Duration {
-    let mut ready: HashMap<&str, Duration> = HashMap::new();
-    let mut starts: Vec<(Duration, usize)> = Vec::new();
-    // NB: the plan lists components in dependency order.
-    for (component, objects) in rollout.plan.components.iter().zip(&rollout.objects) {
-        let start = component.depends_on.iter().filter_map(|d| ready.get(d.as_str())).max().copied().unwrap_or_default();
-        ready.insert(&component.id, start + own_delay(objects));
+    let requests = |objects: &Vec<Value>| {
         let writes = if status_writes {
             objects.iter().filter(|o| stand_in_owns(o)).count() + objects.iter().filter(|o| status::created_namespace(o).is_some()).count()
         } else {
             0
         };
-        starts.push((start, objects.len() + writes));
-    }
+        objects.len() + writes
+    };
+    let mut starts: Vec<(Duration, usize)> = earliest_starts(rollout).into_iter().zip(rollout.objects.iter().map(requests)).collect();
     starts.sort();
     let mut remaining: usize = starts.iter().map(|(_, n)| n).sum();
     let mut bound = Duration::ZERO;
@@ -582,14 +586,18 @@ fn stand_in(
         .collect()
 }
 
+fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    GroupVersionKind::gvk(group, version, kind)
+}
+
 /// How many of the kinds the stand-in watches the API server serves now.
 async fn served_kinds(client: &kube::Client, rollout: &Rollout) -> usize {
     let kinds: std::collections::BTreeSet<(&str, &str)> =
         rollout.objects.iter().flatten().filter(|o| stand_in_owns(o)).map(|o| (text(o, "/apiVersion"), text(o, "/kind"))).collect();
     let mut served = 0;
     for (api_version, kind) in kinds {
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        served += usize::from(kube::discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind)).await.is_ok());
+        served += usize::from(kube::discovery::pinned_kind(client, &gvk(api_version, kind)).await.is_ok());
     }
     served
 }
@@ -603,8 +611,7 @@ async fn watch_kind(
     stop: Arc<AtomicBool>,
     watching: Arc<AtomicUsize>,
 ) {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
-    let gvk = GroupVersionKind::gvk(group, version, &kind);
+    let gvk = gvk(&api_version, &kind);
     let first_seen: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let pending: Arc<Mutex<std::collections::HashSet<String>>> = Arc::default();
     let (mut resource_version, mut counted) = ("0".to_owned(), false);
