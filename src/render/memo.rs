@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 use zeroize::Zeroizing;
 
 /// What is kept of one job between runs.
@@ -103,7 +104,9 @@ impl Contents for BTreeMap<String, Vec<u8>> {
 /// The memo of one render: the entries of the last run and what its files hold now.
 pub struct Memo<'a> {
     stamper: Stamper,
-    previous: HashMap<String, Entry>,
+    /// The last run's entries; one given back is taken out (each job is looked up once), so
+    /// that it moves into this run's table instead of being copied.
+    previous: HashMap<String, Mutex<Option<Entry>>>,
     tree: &'a dyn Contents,
 }
 
@@ -119,13 +122,18 @@ impl<'a> Memo<'a> {
     /// holds by relative path.
     #[must_use]
     pub fn new(key: Zeroizing<[u8; 32]>, build: String, previous: Table, tree: &'a dyn Contents) -> Memo<'a> {
-        Memo { stamper: Stamper { key, build }, previous: previous.into_iter().collect(), tree }
+        Memo {
+            stamper: Stamper { key, build },
+            previous: previous.into_iter().map(|(job, entry)| (job, Mutex::new(Some(entry)))).collect(),
+            tree,
+        }
     }
 
     /// The objects job `job` produced last time, kept (not read back), when its stamp still
-    /// holds for `inputs` and the files now in the tree.
+    /// holds for `inputs` and the files now in the tree. An entry is given back once.
     pub(crate) fn lookup(&self, job: &str, inputs: &[u8; 32]) -> Option<(Vec<Resource>, Entry)> {
-        let entry = self.previous.get(job)?;
+        let mut slot = self.previous.get(job)?.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = slot.as_ref()?;
         let mut mac = self.mac(job, inputs);
         let mut resources = Vec::with_capacity(entry.objects.len());
         for object in &entry.objects {
@@ -135,7 +143,10 @@ impl<'a> Memo<'a> {
             resources.push(Resource { id: object.id.clone(), text: String::new(), kept: Some(content) });
         }
         let stamp = crate::secrets::bytes::to_hex(&mac.finalize().into_bytes());
-        (stamp == entry.stamp).then(|| (resources, entry.clone()))
+        if stamp != entry.stamp {
+            return None;
+        }
+        Some((resources, slot.take()?))
     }
 
     /// The entry of job `job` that rendered `resources` from `inputs`, each written to
@@ -272,8 +283,11 @@ mod tests {
         assert_eq!(kept, expected, "given back kept, by content id, not read");
         assert_eq!(again, entry);
 
-        assert!(memo.lookup("lab/c", &inputs_digest(&[b"t.yaml"], &json!({"a": 2}))).is_none(), "other values");
-        assert!(memo.lookup("lab/d", &inputs).is_none(), "another job");
+        assert!(memo.lookup("lab/c", &inputs).is_none(), "an entry is given back once");
+        let fresh = || Memo::new(Zeroizing::new([1; 32]), "b1".into(), table.clone(), &tree);
+        assert!(fresh().lookup("lab/c", &inputs_digest(&[b"t.yaml"], &json!({"a": 2}))).is_none(), "other values");
+        assert!(fresh().lookup("lab/d", &inputs).is_none(), "another job");
+        assert!(fresh().lookup("lab/c", &inputs).is_some(), "the same inputs, again");
         assert!(Memo::new(Zeroizing::new([1; 32]), "b2".into(), table.clone(), &tree).lookup("lab/c", &inputs).is_none(), "another build");
         assert!(Memo::new(Zeroizing::new([2; 32]), "b1".into(), table.clone(), &tree).lookup("lab/c", &inputs).is_none(), "another key");
         let mut edited = tree.clone();

@@ -40,9 +40,16 @@ pub(crate) struct Saved {
 
 /// The memo of `cluster` in memo directory `dir`, or an empty one.
 pub(crate) fn load(dir: &Path, cluster: &str) -> Saved {
-    let jobs =
-        std::fs::read(dir.join(format!("{cluster}.json"))).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default();
-    let files = std::fs::read_to_string(dir.join(format!("{cluster}.files"))).map(|text| Records::parse(&text)).unwrap_or_default();
+    // NB: the two files are read and parsed side by side (a large cluster's are tens of MB).
+    let (jobs, files) = rayon::join(
+        || {
+            std::fs::read(dir.join(format!("{cluster}.json")))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                .unwrap_or_default()
+        },
+        || std::fs::read_to_string(dir.join(format!("{cluster}.files"))).map(|text| Records::parse(&text)).unwrap_or_default(),
+    );
     Saved { jobs, files }
 }
 
@@ -70,12 +77,13 @@ impl Staged {
             self.files.push((temporary.clone(), dir.join(name)));
             Ok(std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&temporary)?))
         };
-        let mut json = create(format!("{cluster}.json"))?;
-        serde_json::to_writer(&mut json, jobs).map_err(std::io::Error::other)?;
-        json.flush()?;
-        let mut lines = create(format!("{cluster}.files"))?;
-        records.write_to(&mut lines)?;
-        lines.flush()
+        let (mut json, mut lines) = (create(format!("{cluster}.json"))?, create(format!("{cluster}.files"))?);
+        // NB: the two files are written side by side.
+        let (json, lines) = rayon::join(
+            || serde_json::to_writer(&mut json, jobs).map_err(std::io::Error::other).and_then(|()| json.flush()),
+            || records.write_to(&mut lines).and_then(|()| lines.flush()),
+        );
+        json.and(lines)
     }
 
     /// Puts every staged file in place (each by a rename: a reader sees the old memo or the new
