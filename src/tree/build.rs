@@ -93,17 +93,22 @@ fn same_object_text(clashes: &[SameObject]) -> String {
     lines.join("\n")
 }
 
-/// Every pair of files of a tree that hold one object, from `(object, file)` in write order.
-fn same_objects<'a>(objects: impl IntoIterator<Item = (&'a ObjectId, String)>) -> Vec<SameObject> {
-    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+/// Every pair of files of a tree that hold one object, from `(object, directory, file)` in
+/// write order (the path is `<directory>/<file>`, or `file` without a directory; it is made only
+/// for a clash).
+fn same_objects<'a>(objects: impl IntoIterator<Item = (&'a ObjectId, Option<&'a str>, &'a str)>) -> Vec<SameObject> {
+    let path = |dir: Option<&str>, file: &str| dir.map_or_else(|| file.to_owned(), |dir| format!("{dir}/{file}"));
+    // The server's key (group, kind, namespace, name) -> where it was first written.
+    type Key<'a> = (&'a str, &'a str, Option<&'a str>, &'a str);
+    let mut seen: std::collections::HashMap<Key<'_>, (Option<&str>, &str)> = std::collections::HashMap::new();
     let mut clashes = Vec::new();
-    for (object, file) in objects {
-        let key = object.server_key();
+    for (object, dir, file) in objects {
+        let key = (object.group(), object.kind.as_str(), object.namespace(), object.name.as_str());
         match seen.get(&key) {
-            Some(first) => clashes.push(SameObject { object: key, first: first.clone(), second: file }),
-            None => {
-                seen.insert(key, file);
+            Some(&(first_dir, first)) => {
+                clashes.push(SameObject { object: object.server_key(), first: path(first_dir, first), second: path(dir, file) });
             }
+            None => drop(seen.insert(key, (dir, file))),
         }
     }
     clashes
@@ -170,16 +175,23 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>) -> Resu
     // The integrity gate: the whole tree of the cluster is known here, the same for `render`,
     // `commit`, `diff` and `reconcile`.
     let root = layout::cluster_dir(&name);
-    let component_objects = components.iter().flat_map(|c| c.objects.iter().map(|o| (&o.id, format!("{root}/{}", o.file))));
-    let clashes = same_objects(component_objects.chain(gitops_objects.iter().map(|(id, path)| (id, path.clone()))));
+    let plan = Plan { cluster: name, components };
+    // NB: the plan's text (tens of MB for a large cluster) is made beside the check.
+    let (clashes, plan_text) = rayon::join(
+        || {
+            let component_objects =
+                plan.components.iter().flat_map(|c| c.objects.iter().map(|o| (&o.id, Some(root.as_str()), o.file.as_str())));
+            same_objects(component_objects.chain(gitops_objects.iter().map(|(id, path)| (id, None, path.as_str()))))
+        },
+        || plan.to_text(),
+    );
     if !clashes.is_empty() {
         return Err(Error::SameObject(clashes));
     }
     gitops_files.sort();
     files.push((format!("{gitops_dir}/{}", layout::KUSTOMIZATION), kustomization(&gitops_files).into_bytes()));
     files.push((format!("{root}/{}", layout::KUSTOMIZATION), kustomization(&["gitops"]).into_bytes()));
-    let plan = Plan { cluster: name, components };
-    files.push((layout::plan_path(&plan.cluster), plan.to_text().into_bytes()));
+    files.push((layout::plan_path(&plan.cluster), plan_text.into_bytes()));
     Ok(Laid { files, kept, plan, pending })
 }
 

@@ -267,7 +267,8 @@ fn build_document(kind: Kind, document: Node, cluster: String, inputs: &BuildInp
     let selected = inputs.cluster_environments.get(&cluster).map_or(&[][..], Vec::as_slice);
     let label = format!("{} `{name}` in cluster `{cluster}`", kind.as_str());
     let above = environments::layers(kind, &name, selected, inputs.environments, &label, inputs.bundle, &mut out);
-    let raw = document.clone();
+    // NB: only the reference is kept for an invalid document, not a copy of the document.
+    let reference = reference_field(kind).and_then(|field| document.get("spec")?.get(field)).cloned();
     let schema = &inputs.schemas[&kind];
     let layers = Layers { below, above, cluster };
     let built = match kind {
@@ -285,7 +286,7 @@ fn build_document(kind: Kind, document: Node, cluster: String, inputs: &BuildInp
     };
     if built.is_none() {
         // NB: the typed checks skip an invalid document; its references are still checked.
-        check_raw_reference(kind, &raw, inputs.known, &mut out);
+        check_raw_reference(kind, reference.as_ref(), inputs.known, &mut out);
     }
     (built, out)
 }
@@ -389,14 +390,20 @@ fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
     kind
 }
 
+/// The field of a document of `kind` below `spec` that names another object: a tenant's
+/// `cluster`, a server's `tenant`.
+fn reference_field(kind: Kind) -> Option<&'static str> {
+    match kind {
+        Kind::Cluster => None,
+        Kind::Tenant => Some("cluster"),
+        Kind::Server => Some("tenant"),
+    }
+}
+
 /// Checks `spec.cluster` / `spec.tenant` of a document that failed validation.
-fn check_raw_reference(kind: Kind, document: &Node, known: &BTreeMap<Kind, BTreeSet<String>>, out: &mut Vec<Diagnostic>) {
-    let (field, target) = match kind {
-        Kind::Cluster => return,
-        Kind::Tenant => ("cluster", Kind::Cluster),
-        Kind::Server => ("tenant", Kind::Tenant),
-    };
-    let Some(node) = document.get("spec").and_then(|s| s.get(field)) else { return };
+fn check_raw_reference(kind: Kind, node: Option<&Node>, known: &BTreeMap<Kind, BTreeSet<String>>, out: &mut Vec<Diagnostic>) {
+    let (Some(field), Some(node)) = (reference_field(kind), node) else { return };
+    let target = if kind == Kind::Tenant { Kind::Cluster } else { Kind::Tenant };
     let Some(name) = node.as_str() else { return };
     let empty = BTreeSet::new();
     let names = known.get(&target).unwrap_or(&empty);
@@ -453,11 +460,12 @@ fn build<S: DeserializeOwned>(mut document: Node, layers: Layers, schema: &Json,
     if let Some(own) = document.get("spec") {
         layers.push(Layer { label: "spec".to_owned(), spec: Arc::new(own.clone()), selected_at: None });
         layers.extend(above);
-        let merged = layers.iter().skip(1).fold(Node::clone(&layers[0].spec), |acc, layer| merge(&acc, &layer.spec));
-        if let Value::Map(entries) = &mut document.value
+        // NB: a document under no layer but its own spec (most of them) is already merged.
+        if layers.len() > 1
+            && let Value::Map(entries) = &mut document.value
             && let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec")
         {
-            *spec = merged;
+            *spec = layers.iter().skip(1).fold(Node::clone(&layers[0].spec), |acc, layer| merge(&acc, &layer.spec));
         }
     }
     let before = out.iter().filter(|d| d.is_error()).count();
@@ -530,6 +538,16 @@ mod tests {
         let spec = load(&bundle).spec.expect("valid");
         assert_eq!(spec.tenants[0].spec.postgresql.instances, 5);
         assert_eq!(spec.tenants[0].spec.minio.volumes_per_server, 1, "built-in prod no longer applies");
+    }
+
+    #[test]
+    fn an_invalid_document_still_has_its_reference_checked() {
+        let text = "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata: {name: r1}\nspec:\n  tenant: acmee\n  image: {repository: x/y, tag: 1}\n  replicas: many\n";
+        let loaded = load(&bundle(text));
+        let messages: Vec<String> =
+            loaded.diagnostics.iter().filter(|d| d.is_error()).map(|d| format!("{}: {}", d.path, d.message)).collect();
+        assert!(messages.iter().any(|m| m.starts_with("spec.replicas")), "the schema error: {messages:?}");
+        assert!(messages.iter().any(|m| m.starts_with("spec.tenant") && m.contains("acmee")), "the dangling tenant: {messages:?}");
     }
 
     #[test]
