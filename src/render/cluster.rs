@@ -287,11 +287,11 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
         GitopsEngine::Argocd => ARGOCD_NAMESPACE,
     };
     let pull = pull_secret(context, cluster);
-    let frame = Frame { cluster, graph: &graph, depths: &depths, pull: pull.as_ref(), engine_namespace };
-    let mut components = cluster_components(context, &frame, spec, &values);
-    let base = minijinja::Value::from(minijinja::value::Serde(&values));
     // NB: the shared values are digested only for the memo (one serialization per cluster).
     let base_digest = if context.memo.is_some() { super::memo::values_digest(&values) } else { [0; 32] };
+    let frame = Frame { cluster, graph: &graph, depths: &depths, pull: pull.as_ref(), engine_namespace, base_digest };
+    let mut components = cluster_components(context, &frame, spec, &values);
+    let base = minijinja::Value::from(minijinja::value::Serde(&values));
     context.render_jobs(&name, &base, &base_digest, &mut components);
     render_units(context, &frame, spec, &units, (&base, &base_digest), &mut components);
     if context.errors.len() > errors_before {
@@ -319,8 +319,9 @@ fn render_units(
             let mut child = context.child();
             let mut own = Vec::new();
             let credentials = tenant::render(&mut child, frame, unit, &mut own);
+            let tenant = child.memo.map(|_| server::tenant_digest(unit));
             for server in server::servers(spec, unit) {
-                server::render(&mut child, frame, unit, server, &credentials, &mut own);
+                server::render(&mut child, frame, unit, (server, tenant.as_ref()), &credentials, &mut own);
             }
             child.render_jobs(name, base, base_digest, &mut own);
             (own, child)

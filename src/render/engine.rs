@@ -34,6 +34,8 @@ pub(crate) struct Frame<'a> {
     pub(crate) pull: Option<&'a PlainSecret>,
     /// `flux-system` or `argocd`.
     pub(crate) engine_namespace: &'a str,
+    /// The memo digest of the cluster's shared values (zeros without a memo).
+    pub(crate) base_digest: [u8; 32],
 }
 
 /// State shared while rendering: the template environment, secret inputs, collected problems.
@@ -217,29 +219,69 @@ impl<'a> Context<'a> {
         template: &str,
         values: &Arc<Shared>,
         origin: Origin,
-        mut secrets: Vec<PlainSecret>,
+        secrets: Vec<PlainSecret>,
         timeout: &str,
     ) -> Component {
-        let cluster = frame.cluster.name();
-        let scope = check::Scope {
-            component: id.clone(),
-            cluster: cluster.to_owned(),
-            namespaces: [namespace.to_owned(), frame.engine_namespace.to_owned()].into_iter().collect(),
-            cluster_kinds: std::collections::BTreeSet::new(),
-        };
-        let values = Values { shared: Arc::clone(values), labels: Some(labels(cluster, &id)) };
+        let scope = namespaced_scope(frame, namespace, &id);
+        let values = Values { shared: Arc::clone(values), labels: Some(labels(frame.cluster.name(), &id)) };
         self.defer(&id, template, values, true, scope, origin);
-        for secret in &mut secrets {
-            add_secret_labels(secret, cluster, &id);
-        }
-        Component {
-            depends_on: frame.graph.dependencies(&id).to_vec(),
-            depth: frame.depths.get(&id).copied().unwrap_or(0),
-            timeout: timeout.to_owned(),
-            id,
-            objects: Vec::new(),
-            secrets,
-        }
+        namespaced_shell(frame, id, secrets, timeout)
+    }
+
+    /// The component [`Context::namespaced_component`] would render, taken from the memo
+    /// without its values: `digest` stands for them (see [`Shared::with_digest`]). An error when
+    /// the memo does not hold it (or there is no memo): then nothing is recorded and `secrets`
+    /// come back.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn kept_component(
+        &mut self,
+        frame: &Frame<'_>,
+        namespace: &str,
+        id: &str,
+        template: &str,
+        digest: &[u8; 32],
+        secrets: Vec<PlainSecret>,
+        timeout: &str,
+    ) -> Result<Component, Vec<PlainSecret>> {
+        let Some(memo) = self.memo else { return Err(secrets) };
+        let cluster = frame.cluster.name();
+        let scope = namespaced_scope(frame, namespace, id);
+        let values = Values { shared: Arc::new(Shared::with_digest(Json::Null, *digest)), labels: Some(labels(cluster, id)) };
+        let key = format!("{cluster}/{id}");
+        let Some((objects, entry)) = memo.lookup(&key, &scoped_digest(template, &scope, Some(&frame.base_digest), &values)) else {
+            return Err(secrets);
+        };
+        self.recorded.insert(key, entry);
+        self.reused += 1;
+        let mut component = namespaced_shell(frame, id.to_owned(), secrets, timeout);
+        component.objects = objects;
+        Ok(component)
+    }
+}
+
+/// The check scope of a tenant or server component: its namespace and the GitOps engine's.
+fn namespaced_scope(frame: &Frame<'_>, namespace: &str, id: &str) -> check::Scope {
+    check::Scope {
+        component: id.to_owned(),
+        cluster: frame.cluster.name().to_owned(),
+        namespaces: [namespace.to_owned(), frame.engine_namespace.to_owned()].into_iter().collect(),
+        cluster_kinds: std::collections::BTreeSet::new(),
+    }
+}
+
+/// A tenant or server component before its objects: its place in the graph, its Secrets
+/// labelled.
+fn namespaced_shell(frame: &Frame<'_>, id: String, mut secrets: Vec<PlainSecret>, timeout: &str) -> Component {
+    for secret in &mut secrets {
+        add_secret_labels(secret, frame.cluster.name(), &id);
+    }
+    Component {
+        depends_on: frame.graph.dependencies(&id).to_vec(),
+        depth: frame.depths.get(&id).copied().unwrap_or(0),
+        timeout: timeout.to_owned(),
+        id,
+        objects: Vec::new(),
+        secrets,
     }
 }
 
@@ -284,6 +326,13 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(json: Json) -> Shared {
         Shared { json, digest: std::sync::OnceLock::new() }
+    }
+
+    /// Values whose memo digest is `digest`, not the digest of their JSON: a digest of
+    /// everything the values are made from, which a caller can compute, and look the
+    /// components up by ([`Context::kept_component`]), without making the values.
+    pub(crate) fn with_digest(json: Json, digest: [u8; 32]) -> Shared {
+        Shared { json, digest: std::sync::OnceLock::from(digest) }
     }
 
     /// The shared values of `values` as JSON (null if they cannot be).

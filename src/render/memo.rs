@@ -223,7 +223,7 @@ fn absorb(mac: &mut Hmac<Sha256>, path: &str, object: &Object, content: &Content
 
 /// The inputs digest of a job (see the module docs): SHA-256 over `parts` (each
 /// length-prefixed) and `values` as JSON.
-pub(crate) fn inputs_digest(parts: &[&[u8]], values: &Json) -> [u8; 32] {
+pub(crate) fn inputs_digest(parts: &[&[u8]], values: &(impl Serialize + ?Sized)) -> [u8; 32] {
     let mut hasher = Sha256::new();
     for part in parts {
         hasher.update((part.len() as u64).to_be_bytes());

@@ -3,7 +3,7 @@
 
 use super::Component;
 pub use super::confz::{broker_url, confz, percent_encode};
-use super::engine::{Context, Frame};
+use super::engine::{Context, Frame, Shared};
 use super::graph::{Graph, Member};
 use super::names::{self, Database, NamespaceNames, RobotNames, ServerNames};
 use super::tenant::{self, Credentials, DATABASE_USER, Unit};
@@ -157,27 +157,93 @@ struct Owned<'a> {
     robot_names: RobotNames,
 }
 
-/// Renders every component of one server.
+/// How long Flux waits for a server component.
+const TIMEOUT: &str = "10m";
+
+/// Renders every component of one server. With a memo (`tenant`: the digest of its tenant, see
+/// [`tenant_digest`]), a component the memo holds for the server's [`inputs_digest`] is taken
+/// from it, and the template values are made only when one is not.
 pub(crate) fn render(
     context: &mut Context<'_>,
     frame: &Frame<'_>,
     unit: &Unit<'_>,
-    server: &Object<ServerSpec>,
+    (server, tenant): (&Object<ServerSpec>, Option<&[u8; 32]>),
     credentials: &Credentials,
     components: &mut Vec<Component>,
 ) {
     let Some(owned) = resolve(context, frame, unit, server, credentials) else { return };
-    let values = super::engine::Shared::of(values(context, frame, unit, server, &owned));
+    let checksums = Checksums {
+        workers: checksum(context, &owned.config_data, &owned.secret_data, &owned.confz),
+        minio: minio_checksum(context, &owned),
+    };
+    let digest = tenant.map(|tenant| inputs_digest(tenant, frame, server, &owned, &checksums));
+    let mut shared = None;
     for definition in DEFINITIONS {
         let id = component_id(&unit.namespace, owned.name, definition.name);
         if !frame.graph.contains(&id) {
             continue;
         }
-        let secrets = (definition.secrets)(&owned);
+        let mut secrets = (definition.secrets)(&owned);
         let template = format!("server/{}.yaml", definition.name);
+        if let Some(digest) = &digest {
+            match context.kept_component(frame, &unit.namespace, &id, &template, digest, secrets, TIMEOUT) {
+                Ok(component) => {
+                    components.push(component);
+                    continue;
+                }
+                Err(back) => secrets = back,
+            }
+        }
+        let values = shared.get_or_insert_with(|| {
+            let json = serde_json::to_value(values(frame, unit, server, &owned, &checksums)).unwrap_or(Json::Null);
+            std::sync::Arc::new(match digest {
+                Some(digest) => Shared::with_digest(json, digest),
+                None => Shared::new(json),
+            })
+        });
         let origin = server.locate("metadata.name");
-        components.push(context.namespaced_component(frame, &unit.namespace, id, &template, &values, origin, secrets, "10m"));
+        components.push(context.namespaced_component(frame, &unit.namespace, id, &template, values, origin, secrets, TIMEOUT));
     }
+}
+
+/// A server's keyed checksums: of everything its workers read ([`checksum`]) and of a personal
+/// robot's MinIO keys ([`minio_checksum`]).
+struct Checksums {
+    workers: String,
+    minio: String,
+}
+
+/// The memo digest of a tenant as its servers' templates see it: its namespace and its spec.
+/// Made once per namespace, for [`render`].
+pub(crate) fn tenant_digest(unit: &Unit<'_>) -> [u8; 32] {
+    super::memo::inputs_digest(&[b"server tenant/v1", unit.namespace.as_bytes()], &unit.owner.spec)
+}
+
+/// The memo digest of everything [`values`] makes a server's template values from, standing for
+/// them ([`Shared::with_digest`]): its tenant's digest, the cluster's settings it reads, the
+/// server's name and spec as written, its robot's names, and its checksums, which cover every
+/// resolved value it carries (its `secretData`, its `config.toml` with the tenant's and its
+/// robot's credentials, its robot's MinIO keys). Nothing else is read: whatever changes a value
+/// changes this digest. The cluster's shared values, the labels and the check scope are
+/// digested beside it ([`super::engine::scoped_digest`]).
+fn inputs_digest(tenant: &[u8; 32], frame: &Frame<'_>, server: &Object<ServerSpec>, owned: &Owned<'_>, checksums: &Checksums) -> [u8; 32] {
+    let cluster = &frame.cluster.spec;
+    let istio: &[u8] = if cluster.istio.enabled { b"istio" } else { b"" };
+    let robot = owned.robot.map(|robot| (&robot.role, &robot.schema, robot.minio.as_ref().map(|(user, _)| user)));
+    super::memo::inputs_digest(
+        &[
+            b"server/v1",
+            tenant,
+            owned.name.as_bytes(),
+            owned.namespace.as_bytes(),
+            cluster.ingress.domain.as_bytes(),
+            istio,
+            frame.pull.map_or("", |p| p.name.as_str()).as_bytes(),
+            checksums.workers.as_bytes(),
+            checksums.minio.as_bytes(),
+        ],
+        &(&server.spec, robot),
+    )
 }
 
 /// Resolves a server's `secretData` (over `cluster/<cluster>/server/<server>/secretData/<KEY>`)
@@ -218,13 +284,13 @@ fn resolve<'a>(
     Some(Owned { name, namespace, secret_data, config_data, confz, robot, robot_names: RobotNames::new(name) })
 }
 
-/// The server templates' values of one server.
+/// The server templates' values of one server. Whatever it reads, [`inputs_digest`] covers.
 fn values<'a>(
-    context: &Context<'_>,
     frame: &Frame<'a>,
     unit: &'a Unit<'_>,
     server: &'a Object<ServerSpec>,
     owned: &'a Owned<'_>,
+    checksums: &Checksums,
 ) -> ServerValues<'a> {
     let (name, namespace, spec, tenant) = (owned.name, owned.namespace, &server.spec, &unit.owner.spec);
     let (robot, robot_names) = (owned.robot, &owned.robot_names);
@@ -255,7 +321,7 @@ fn values<'a>(
         cache_dir: if tenant.shared_cache.enabled { tenant.shared_cache.cache_dir.as_str() } else { "" },
         confz_dir: CONFZ_DIR,
         confz_path: format!("{CONFZ_DIR}/config.toml"),
-        checksum: checksum(context, &owned.config_data, &owned.secret_data, &owned.confz),
+        checksum: checksums.workers.clone(),
         robot: robot.is_some(),
         db_grant_sql: sql.as_ref().map(|sql| sql.grant.clone()),
         db_schema_sql,
@@ -267,7 +333,7 @@ fn values<'a>(
         minio_user: robot_minio.map_or(String::new(), |(user, _)| user.clone()),
         minio_user_secret: robot_names.minio_secret.clone(),
         minio_policy: bucket_policy(&names::bucket(name)),
-        minio_checksum: minio_checksum(context, owned),
+        minio_checksum: checksums.minio.clone(),
         grafana_token: if grafana { names::grafana_token_secret(name) } else { String::new() },
     }
 }

@@ -280,3 +280,56 @@ fn files_whose_stat_is_unchanged_are_not_read_back() {
     assert!(stdout.contains("(1 changed, 0 removed; "), "{stdout}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
 }
+
+/// Everything a server's templates see from outside its own spec, changed one at a time: each
+/// memoised render must write what a render without the memo writes. A server's components are
+/// looked up by a digest of their inputs, not of their values (`docs/render.md`), so an input
+/// that digest missed would leave a stale file here.
+#[test]
+fn the_memo_follows_every_input_of_a_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = copy_fixture("demo", dir.path());
+    let (out, fresh, memos) = (dir.path().join("out"), dir.path().join("fresh"), dir.path().join("memos"));
+    let render_into = |target: &PathBuf, extra: &[&str]| {
+        let mut args = vec!["render", spec.to_str().unwrap(), "--out", target.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let output = common::fixture_command().env("TFRS_CACHE_DIR", &memos).args(&args).output().expect("tfrs runs");
+        assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+        output
+    };
+    render_into(&out, &[]);
+    let servers = "clusters/demo/components/namespaces/acme-corp/servers/";
+    // (file, text replaced, replacement): a value resolved for a server, its tenant's spec, the
+    // cluster's spec.
+    let changes = [
+        ("secrets/openai-api-key.txt", "sk-", "sk-rotated-"),
+        ("tenants.yaml", "cacheDir: /data/shared-cache", "cacheDir: /data/cache-2"),
+        (
+            "tenants.yaml",
+            "ghcr.io/cloudnative-pg/postgresql:16-minimal-bookworm",
+            "ghcr.io/cloudnative-pg/postgresql:16.9-minimal-bookworm",
+        ),
+        ("cluster.yaml", "domain: tfrs.demo.example.com", "domain: tfrs.example.org"),
+        ("cluster.yaml", "istio: { enabled: true", "istio: { enabled: false"),
+    ];
+    for (file, from, to) in changes {
+        let path = spec.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "`{from}` in {file}");
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+        let before = read_tree(&out);
+        let output = render_into(&out, &[]);
+        let (reused, units) = memo_counts(&output);
+        // NB: a change to the cluster's shared values (its domain) renders every unit again.
+        assert!(reused < units, "{file}: `{to}` renders units again: {}", report(&output));
+        let memoised = read_tree(&out);
+        let moved = memoised.iter().filter(|(p, text)| p.starts_with(servers) && before.get(*p) != Some(text)).count();
+        assert!(moved > 0, "{file}: `{to}` changes a server's files");
+        render_into(&fresh, &["--no-memo"]);
+        let fresh = read_tree(&fresh);
+        assert_eq!(memoised.keys().collect::<Vec<_>>(), fresh.keys().collect::<Vec<_>>(), "{file}: `{to}`");
+        for (path, content) in &memoised {
+            assert_eq!(mask_ciphertext(content), mask_ciphertext(&fresh[path]), "{file}: `{to}`: `{path}` is stale");
+        }
+    }
+}
