@@ -34,23 +34,24 @@ echo "# fleet: $CLUSTERS clusters x ($TENANTS tenants, $SERVERS servers); median
 "$GEN" --clusters "$CLUSTERS" --tenants "$TENANTS" --servers "$SERVERS" --out "$W/spec" >/dev/null
 "$GEN" --clusters "$CLUSTERS" --tenants "$TENANTS" --servers "$SERVERS" --change-environment "$changed" --out "$W/changed" >/dev/null
 
-# The whole fleet at once vs. each cluster alone (cold, no memo either way).
+# The whole fleet at once vs. each cluster alone (cold, no memo either way). Interleaved (the
+# whole fleet, then each cluster, per run): the disk's speed drifts within a run, and running
+# all the whole-fleet renders first measured the drift, not the render.
 whole=()
+declare -A single=()
 for _ in $(seq "$RUNS"); do
   rm -rf "$W/out" "$TFRS_CACHE_DIR"
   whole+=("$(timed render "$W/spec" "$W/out")")
+  for k in $(seq 0 "$last"); do
+    rm -rf "$W/alone" "$TFRS_CACHE_DIR"
+    single[$k]="${single[$k]:-} $(timed render "$W/spec" "$W/alone" --cluster "$(name "$k")")"
+  done
 done
 WHOLE=$(median "${whole[@]}")
 FILES=$(find "$W/out" -type f | wc -l)
 alone=()
-for k in $(seq 0 "$last"); do
-  runs=()
-  for _ in $(seq "$RUNS"); do
-    rm -rf "$W/alone" "$TFRS_CACHE_DIR"
-    runs+=("$(timed render "$W/spec" "$W/alone" --cluster "$(name "$k")")")
-  done
-  alone+=("$(median "${runs[@]}")")
-done
+# shellcheck disable=SC2086 # each entry is a list of times
+for k in $(seq 0 "$last"); do alone+=("$(median ${single[$k]})"); done
 SUM=$(sum "${alone[@]}")
 echo "cold render of the whole fleet: ${WHOLE} s ($FILES files)"
 echo "sum of each cluster rendered alone: ${SUM} s (${alone[*]})"
