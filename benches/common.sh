@@ -20,8 +20,3 @@ render() { "$TFRS" render "$1" --master-key-file "$1/keys/master.key" --out "$2"
 machine() {
   echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
 }
-# settle [SECONDS]: after a large tree was removed, let the filesystem finish freeing it before
-# the next timed step. On the bench machines a cold render started right after `rm -rf` of the
-# previous 62,000-file tree took 12.5 to 17.3 s, most of it in the kernel; after `sync` and 15 s
-# it took 3.6 to 3.8 s. SETTLE (default 15) overrides the default wait.
-settle() { sync; sleep "${1:-${SETTLE:-15}}"; }

@@ -40,10 +40,10 @@ echo "# fleet: $CLUSTERS clusters x ($TENANTS tenants, $SERVERS servers); median
 whole=()
 declare -A single=()
 for _ in $(seq "$RUNS"); do
-  rm -rf "$W/out" "$TFRS_CACHE_DIR" && settle
+  rm -rf "$W/out" "$TFRS_CACHE_DIR"
   whole+=("$(timed render "$W/spec" "$W/out")")
   for k in $(seq 0 "$last"); do
-    rm -rf "$W/alone" "$TFRS_CACHE_DIR" && settle 2
+    rm -rf "$W/alone" "$TFRS_CACHE_DIR"
     single[$k]="${single[$k]:-} $(timed render "$W/spec" "$W/alone" --cluster "$(name "$k")")"
   done
 done

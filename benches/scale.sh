@@ -33,7 +33,7 @@ echo "# platform: $TENANTS tenants, $SERVERS servers; medians of $RUNS runs; tfr
 # Cold render vs cp -a of the same tree.
 cold=() copy=()
 for _ in $(seq "$RUNS"); do
-  rm -rf "$W/out" "$W/copy" "$TFRS_CACHE_DIR" && settle
+  rm -rf "$W/out" "$W/copy" "$TFRS_CACHE_DIR"
   cold+=("$(timed render "$W/spec" "$W/out")")
   copy+=("$(timed cp -a "$W/out" "$W/copy")")
 done
@@ -64,7 +64,7 @@ echo "re-render without the memo (--no-memo): ${NOMEMO} s, ratio to cold $(ratio
 # tfrs commit of the full tree into an empty (bare) repository vs git add -A && git commit.
 tc=() gc=()
 for _ in $(seq "$RUNS"); do
-  rm -rf "$W/repo.git" "$W/plain" && settle && git init -q --bare -b main "$W/repo.git"
+  rm -rf "$W/repo.git" "$W/plain" && git init -q --bare -b main "$W/repo.git"
   tc+=("$(timed "$TFRS" commit "$W/spec" --master-key-file "$W/spec/keys/master.key" --repo "$W/repo.git" --author 'bench <bench@localhost>')")
   git init -q -b main "$W/plain" && cp -a "$W/out/clusters" "$W/plain/"
   # gc.auto=0: git's automatic repack after the commit is not counted against git.
@@ -124,7 +124,7 @@ fi
 for s in $GROWTH; do
   "$GEN" --tenants $((s / 10)) --servers "$s" --out "$W/spec-$s" >/dev/null
   times=()
-  for _ in $(seq "$RUNS"); do rm -rf "$W/out-$s" "$TFRS_CACHE_DIR" && settle; times+=("$(timed render "$W/spec-$s" "$W/out-$s")"); done
+  for _ in $(seq "$RUNS"); do rm -rf "$W/out-$s" "$TFRS_CACHE_DIR"; times+=("$(timed render "$W/spec-$s" "$W/out-$s")"); done
   t=$(median "${times[@]}")
   echo "growth: $s servers: ${t} s, $(echo "scale=2; 1000 * $t / $s" | bc -l) ms per server"
   rm -rf "$W/out-$s" "$W/spec-$s"
