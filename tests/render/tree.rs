@@ -290,46 +290,62 @@ fn the_memo_follows_every_input_of_a_server() {
     let dir = tempfile::tempdir().unwrap();
     let spec = copy_fixture("demo", dir.path());
     let (out, fresh, memos) = (dir.path().join("out"), dir.path().join("fresh"), dir.path().join("memos"));
-    let render_into = |target: &PathBuf, extra: &[&str]| {
+    let edit = |file: &str, from: &str, to: &str| {
+        let path = spec.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "`{from}` in {file}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+    };
+    // A value read from the environment, for a server's `secretData`.
+    edit("servers.yaml", "    SESSION_SECRET: {}\n", "    SESSION_SECRET: {}\n    FROM_ENV: { fromEnv: TFRS_MEMO_TEST_VALUE }\n");
+    let render_into = |target: &PathBuf, value: &str, extra: &[&str]| {
         let mut args = vec!["render", spec.to_str().unwrap(), "--out", target.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let output = common::fixture_command().env("TFRS_CACHE_DIR", &memos).args(&args).output().expect("tfrs runs");
+        let mut command = common::fixture_command();
+        command.env("TFRS_CACHE_DIR", &memos).env("TFRS_MEMO_TEST_VALUE", value).args(&args);
+        let output = command.output().expect("tfrs runs");
         assert_eq!(output.status.code(), Some(0), "{}", report(&output));
         output
     };
-    render_into(&out, &[]);
-    let servers = "clusters/demo/components/namespaces/acme-corp/servers/";
-    // (file, text replaced, replacement): a value resolved for a server, its tenant's spec, the
-    // cluster's spec.
+    render_into(&out, "one", &[]);
+    // (file, text replaced, replacement, the environment's value): a value resolved for a
+    // server from a file and from the environment, its tenant's spec, a tenant sharing its
+    // namespace, its robot's schema, the cluster's spec.
     let changes = [
-        ("secrets/openai-api-key.txt", "sk-", "sk-rotated-"),
-        ("tenants.yaml", "cacheDir: /data/shared-cache", "cacheDir: /data/cache-2"),
+        ("secrets/openai-api-key.txt", "sk-", "sk-rotated-", "one"),
+        ("servers.yaml", "FROM_ENV", "FROM_ENV", "two"),
+        ("tenants.yaml", "cacheDir: /data/shared-cache", "cacheDir: /data/cache-2", "two"),
         (
             "tenants.yaml",
             "ghcr.io/cloudnative-pg/postgresql:16-minimal-bookworm",
             "ghcr.io/cloudnative-pg/postgresql:16.9-minimal-bookworm",
+            "two",
         ),
-        ("cluster.yaml", "domain: tfrs.demo.example.com", "domain: tfrs.example.org"),
-        ("cluster.yaml", "istio: { enabled: true", "istio: { enabled: false"),
+        (
+            "tenants.yaml",
+            "  function: support\n",
+            "  function: support\n  postgresql: { image: ghcr.io/cloudnative-pg/postgresql:17-minimal-bookworm }\n",
+            "two",
+        ),
+        ("servers.yaml", "    TFS_PROFILE: personal\n", "    TFS_PROFILE: personal\n    TFS_ROBOT__DB_SCHEMA: alice_custom\n", "two"),
+        ("cluster.yaml", "domain: tfrs.demo.example.com", "domain: tfrs.example.org", "two"),
+        ("cluster.yaml", "istio: { enabled: true", "istio: { enabled: false", "two"),
     ];
-    for (file, from, to) in changes {
-        let path = spec.join(file);
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains(from), "`{from}` in {file}");
-        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    for (file, from, to, value) in changes {
+        edit(file, from, to);
         let before = read_tree(&out);
-        let output = render_into(&out, &[]);
+        let output = render_into(&out, value, &[]);
         let (reused, units) = memo_counts(&output);
         // NB: a change to the cluster's shared values (its domain) renders every unit again.
-        assert!(reused < units, "{file}: `{to}` renders units again: {}", report(&output));
+        assert!(reused < units, "{file}: `{to}` ({value}) renders units again: {}", report(&output));
         let memoised = read_tree(&out);
-        let moved = memoised.iter().filter(|(p, text)| p.starts_with(servers) && before.get(*p) != Some(text)).count();
-        assert!(moved > 0, "{file}: `{to}` changes a server's files");
-        render_into(&fresh, &["--no-memo"]);
+        let moved = memoised.iter().filter(|(p, text)| p.contains("/servers/") && before.get(*p) != Some(text)).count();
+        assert!(moved > 0, "{file}: `{to}` ({value}) changes a server's files");
+        render_into(&fresh, value, &["--no-memo"]);
         let fresh = read_tree(&fresh);
         assert_eq!(memoised.keys().collect::<Vec<_>>(), fresh.keys().collect::<Vec<_>>(), "{file}: `{to}`");
         for (path, content) in &memoised {
-            assert_eq!(mask_ciphertext(content), mask_ciphertext(&fresh[path]), "{file}: `{to}`: `{path}` is stale");
+            assert_eq!(mask_ciphertext(content), mask_ciphertext(&fresh[path]), "{file}: `{to}` ({value}): `{path}` is stale");
         }
     }
 }
