@@ -37,18 +37,20 @@ echo "# fleet: $CLUSTERS clusters x ($TENANTS tenants, $SERVERS servers); median
 # The whole fleet at once vs. each cluster alone (cold, no memo either way). Interleaved (the
 # whole fleet, then each cluster, per run): the disk's speed drifts within a run, and running
 # all the whole-fleet renders first measured the drift, not the render.
+# Every render goes to a directory of its own, removed at the end: a render right after `rm -rf`
+# of a large tree is slowed by the kernel still freeing it (docs/performance.md, run H).
 whole=()
 declare -A single=()
-for _ in $(seq "$RUNS"); do
-  rm -rf "$W/out" "$TFRS_CACHE_DIR"
-  whole+=("$(timed render "$W/spec" "$W/out")")
+for r in $(seq "$RUNS"); do
+  rm -rf "$TFRS_CACHE_DIR"
+  whole+=("$(timed render "$W/spec" "$W/whole-$r")")
   for k in $(seq 0 "$last"); do
-    rm -rf "$W/alone" "$TFRS_CACHE_DIR"
-    single[$k]="${single[$k]:-} $(timed render "$W/spec" "$W/alone" --cluster "$(name "$k")")"
+    rm -rf "$TFRS_CACHE_DIR"
+    single[$k]="${single[$k]:-} $(timed render "$W/spec" "$W/alone-$r-$k" --cluster "$(name "$k")")"
   done
 done
 WHOLE=$(median "${whole[@]}")
-FILES=$(find "$W/out" -type f | wc -l)
+FILES=$(find "$W/whole-1" -type f | wc -l)
 alone=()
 # shellcheck disable=SC2086 # each entry is a list of times
 for k in $(seq 0 "$last"); do alone+=("$(median ${single[$k]})"); done
@@ -80,3 +82,4 @@ for k in 1 2 5 "$CLUSTERS"; do
   /usr/bin/time -f '%M' -o "$W/maxrss" "$TFRS" render "$W/mem-$k" --master-key-file "$W/mem-$k/keys/master.key" --out "$W/mem-out" >/dev/null
   echo "peak memory, $k cluster(s): $(($(cat "$W/maxrss") / 1024)) MB"
 done
+rm -rf "$W"/whole-* "$W"/alone-*
