@@ -292,8 +292,8 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     let frame = Frame { cluster, graph: &graph, depths: &depths, pull: pull.as_ref(), engine_namespace, base_digest };
     let mut components = cluster_components(context, &frame, spec, &values);
     let base = minijinja::Value::from(minijinja::value::Serde(&values));
-    context.render_jobs(&name, &base, &base_digest, &mut components);
-    render_units(context, &frame, spec, &units, (&base, &base_digest), &mut components);
+    context.render_jobs(&frame, &base, &mut components);
+    render_units(context, &frame, spec, &units, &base, &mut components);
     if context.errors.len() > errors_before {
         return None;
     }
@@ -309,10 +309,9 @@ fn render_units(
     frame: &Frame<'_>,
     spec: &Spec,
     units: &[tenant::Unit<'_>],
-    (base, base_digest): (&minijinja::Value, &[u8; 32]),
+    base: &minijinja::Value,
     components: &mut Vec<Component>,
 ) {
-    let name = frame.cluster.name();
     let units: Vec<(Vec<Component>, Context<'_>)> = units
         .par_iter()
         .map(|unit| {
@@ -323,7 +322,7 @@ fn render_units(
             for server in server::servers(spec, unit) {
                 server::render(&mut child, frame, unit, (server, tenant.as_ref()), &credentials, &mut own);
             }
-            child.render_jobs(name, base, base_digest, &mut own);
+            child.render_jobs(frame, base, &mut own);
             (own, child)
         })
         .collect();

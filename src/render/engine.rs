@@ -125,12 +125,13 @@ impl<'a> Context<'a> {
         self.jobs.push(Job { component: component.to_owned(), template: name.to_owned(), values, layered, scope, origin });
     }
 
-    /// Renders every queued template of cluster `cluster` in parallel and puts the objects in
+    /// Renders every queued template of the frame's cluster in parallel and puts the objects in
     /// their components (matched by id). Layered jobs see their own values over `base` (the
-    /// shared values, converted once per cluster, whose memo digest is `base_digest`): a
+    /// shared values, converted once per cluster, whose memo digest is the frame's): a
     /// component's own keys win. A job the memo holds is not rendered. Problems are recorded in
     /// queue order, so the report does not depend on scheduling.
-    pub(crate) fn render_jobs(&mut self, cluster: &str, base: &minijinja::Value, base_digest: &[u8; 32], components: &mut [Component]) {
+    pub(crate) fn render_jobs(&mut self, frame: &Frame<'_>, base: &minijinja::Value, components: &mut [Component]) {
+        let (cluster, base_digest) = (frame.cluster.name(), &frame.base_digest);
         let jobs = std::mem::take(&mut self.jobs);
         let (env, memo) = (self.env, self.memo);
         let root = crate::layout::cluster_dir(cluster);
@@ -251,10 +252,8 @@ impl<'a> Context<'a> {
         let Some((objects, entry)) = memo.lookup(&key, &scoped_digest(template, &scope, Some(&frame.base_digest), &values)) else {
             return Err(secrets);
         };
-        self.recorded.insert(key, entry);
-        self.reused += 1;
         let mut component = namespaced_shell(frame, id.to_owned(), secrets, timeout);
-        component.objects = objects;
+        component.objects = self.finish(Done { result: Ok(objects), memo: Some((key, entry, true)) }).unwrap_or_default();
         Ok(component)
     }
 }
