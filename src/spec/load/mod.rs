@@ -268,7 +268,7 @@ fn build_document(kind: Kind, document: Node, cluster: String, inputs: &BuildInp
     let label = format!("{} `{name}` in cluster `{cluster}`", kind.as_str());
     let above = environments::layers(kind, &name, selected, inputs.environments, &label, inputs.bundle, &mut out);
     // NB: only the reference is kept for an invalid document, not a copy of the document.
-    let reference = reference_field(kind).and_then(|field| document.get("spec")?.get(field)).cloned();
+    let reference = reference(kind).and_then(|(field, _)| document.get("spec")?.get(field)).cloned();
     let schema = &inputs.schemas[&kind];
     let layers = Layers { below, above, cluster };
     let built = match kind {
@@ -390,15 +390,18 @@ fn document_kind(document: &Node, out: &mut Vec<Diagnostic>) -> Option<Kind> {
     kind
 }
 
-/// The field below `spec` that names another object: a tenant's `cluster`, a server's `tenant`.
-fn reference_field(kind: Kind) -> Option<&'static str> {
-    [(Kind::Tenant, "cluster"), (Kind::Server, "tenant")].into_iter().find(|(k, _)| *k == kind).map(|(_, field)| field)
+/// The field below `spec` that names another object, and that object's kind: a tenant's
+/// `cluster`, a server's `tenant`.
+fn reference(kind: Kind) -> Option<(&'static str, Kind)> {
+    [(Kind::Tenant, "cluster", Kind::Cluster), (Kind::Server, "tenant", Kind::Tenant)]
+        .into_iter()
+        .find(|(k, ..)| *k == kind)
+        .map(|(_, field, target)| (field, target))
 }
 
 /// Checks `spec.cluster` / `spec.tenant` of a document that failed validation.
 fn check_raw_reference(kind: Kind, node: Option<&Node>, known: &BTreeMap<Kind, BTreeSet<String>>, out: &mut Vec<Diagnostic>) {
-    let (Some(field), Some(node)) = (reference_field(kind), node) else { return };
-    let target = if kind == Kind::Tenant { Kind::Cluster } else { Kind::Tenant };
+    let (Some((field, target)), Some(node)) = (reference(kind), node) else { return };
     let Some(name) = node.as_str() else { return };
     let empty = BTreeSet::new();
     let names = known.get(&target).unwrap_or(&empty);
