@@ -27,23 +27,20 @@ struct Rendered {
     manager_path: PathBuf,
 }
 
+/// `tfrs infra render SPEC` with the demo's master key into `out`, the plaintext copy at
+/// `plaintext`, and `extra` arguments.
+fn infra_render(spec: &str, out: &Path, plaintext: &Path, extra: &[&str]) -> Output {
+    let key = root().join("fixtures/demo/keys/master.key");
+    let mut args = vec!["infra", "render", spec, "--master-key-file", key.to_str().unwrap()];
+    args.extend(["--out", out.to_str().unwrap(), "--plaintext-out", plaintext.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    tfrs(&args)
+}
+
 fn render(dir: &Path) -> Rendered {
     let out = dir.join("out");
     let (infra_path, manager_path) = (dir.join(".env.infra"), dir.join("tfrsmanager_env.staging.yml"));
-    let key = root().join("fixtures/demo/keys/master.key");
-    let output = tfrs(&[
-        "infra",
-        "render",
-        SPEC,
-        "--master-key-file",
-        key.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--plaintext-out",
-        infra_path.to_str().unwrap(),
-        "--manager-plaintext-out",
-        manager_path.to_str().unwrap(),
-    ]);
+    let output = infra_render(SPEC, &out, &infra_path, &["--manager-plaintext-out", manager_path.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(stdout.lines().filter(|l| l.starts_with("wrote ")).count(), 8, "{stdout}");
@@ -127,21 +124,7 @@ fn render_writes_encrypted_files_and_plaintext_only_where_asked() {
 fn a_plaintext_copy_inside_the_output_directory_is_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    // NB: `infra render SPEC` into `out` with the plaintext copy at `plaintext`.
-    let with_plaintext = |spec: &str, out: &Path, plaintext: &Path| {
-        let key = root().join("fixtures/demo/keys/master.key");
-        tfrs(&[
-            "infra",
-            "render",
-            spec,
-            "--master-key-file",
-            key.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--plaintext-out",
-            plaintext.to_str().unwrap(),
-        ])
-    };
+    let with_plaintext = |spec: &str, out: &Path, plaintext: &Path| infra_render(spec, out, plaintext, &[]);
     let inside = out.join(".env.infra");
     let output = with_plaintext(SPEC, &out, &inside);
     assert_eq!(output.status.code(), Some(2), "{}", report(&output));
