@@ -7,17 +7,19 @@
 //! none), then writes, commits, diffs or rolls it out. Nothing here prints: failures come back
 //! as [`Failure`], for the command line to report.
 
+mod stamp;
+
 use crate::render::{self, Memo, Options, Templates, memo};
 use crate::secrets::MasterKey;
 use crate::secrets::seal::Sealer;
 use crate::secrets::sealed::Certificate;
-use crate::source::{self, inputs, memo_cache};
+use crate::source::{self, inputs};
 use crate::spec::diagnostic::Rule;
 use crate::spec::diagnostic::{FileTable, Severity, said_once};
 use crate::spec::model::SealingBackend;
 use crate::spec::{Bundle, Diagnostic, Loaded, Object, Spec};
 use crate::tree::{self, Tree};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The render-time environment variables that override the tfrs-operator chart (`docs/render.md`).
@@ -80,8 +82,7 @@ impl Setup {
     /// the `table` that render recorded; `None` without a master key (the memo is keyed by it).
     #[must_use]
     pub fn memo<'a>(&self, table: memo::Table, tree: &'a dyn memo::Contents) -> Option<Memo<'a>> {
-        let master = self.master.as_ref()?;
-        Some(Memo::new(master.memo_key(), format!("{} {}", memo_cache::build_id(), self.options.templates.digest()), table, tree))
+        Some(Memo::new(self.memo_key()?, self.memo_build(), table, tree))
     }
 }
 
@@ -147,8 +148,34 @@ pub struct Built {
 /// See [`Failure`]. Every problem of the environment is reported at once: each cluster's
 /// certificate is read even when the render already found an unset variable or no master key.
 pub fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, memo: Option<&Memo<'_>>) -> Result<Built, Failure> {
+    build_from(spec, bundle, setup, memo, &setup.inputs)
+}
+
+/// [`build`], and the secret inputs it read (for the cluster stamp, `crate::render::stamp`).
+///
+/// # Errors
+///
+/// As [`build`].
+pub fn build_recording(
+    spec: &Spec,
+    bundle: &Bundle,
+    setup: &Setup,
+    memo: Option<&Memo<'_>>,
+) -> (Result<Built, Failure>, BTreeSet<render::stamp::Read>) {
+    let recording = render::stamp::Recording::new(&setup.inputs);
+    let built = build_from(spec, bundle, setup, memo, &recording);
+    (built, recording.into_reads())
+}
+
+fn build_from(
+    spec: &Spec,
+    bundle: &Bundle,
+    setup: &Setup,
+    memo: Option<&Memo<'_>>,
+    inputs: &dyn crate::secrets::resolve::SecretInputs,
+) -> Result<Built, Failure> {
     let mut environment = Vec::new();
-    let rendered = match render::render_with_memo(spec, bundle, &setup.options, &setup.inputs, setup.master.as_ref(), memo) {
+    let rendered = match render::render_with_memo(spec, bundle, &setup.options, inputs, setup.master.as_ref(), memo) {
         Ok(rendered) => Some(rendered),
         Err(problems) if problems.environment => {
             environment = problems.diagnostics;

@@ -16,6 +16,8 @@ mod crd;
 mod components;
 #[path = "render/secrets.rs"]
 mod secrets;
+#[path = "render/stamp.rs"]
+mod stamp;
 #[path = "render/tree.rs"]
 mod tree;
 #[path = "render/validity.rs"]

@@ -112,7 +112,7 @@ fn build_with_memo(
     if let Some(memos) = memos {
         let tip = repo.find_reference(&format!("refs/heads/{branch}")).ok().and_then(|r| r.peel_to_tree().ok());
         for cluster in &spec.clusters {
-            jobs.extend(memo_cache::load(memos, cluster.name()).jobs);
+            jobs.extend(memo_cache::load_jobs(memos, cluster.name()));
             if let Some(tip) = tip.as_ref() {
                 let mut found = BTreeMap::new();
                 crate::git::file_ids(repo, tip, &crate::layout::cluster_dir(cluster.name()), &mut found)?;
@@ -141,7 +141,7 @@ fn save_memo(memos: &Path, spec: &Spec, jobs: &Table) {
         let prefix = format!("{}/", cluster.name());
         let own: Table =
             jobs.range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        if let Err(error) = staged.add(memos, cluster.name(), &own, &crate::tree::current::Records::default()) {
+        if let Err(error) = staged.add(memos, cluster.name(), Some(&own), &crate::tree::current::Records::default(), None) {
             eprintln!("warning: the render memo of cluster `{}` was not saved: {error}", cluster.name());
             return;
         }

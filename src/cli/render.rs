@@ -5,6 +5,7 @@ use super::args::RenderArgs;
 use super::stages::{load, report, select};
 use crate::layout;
 use crate::pipeline::{self, Built, Failure, Setup};
+use crate::render::stamp::{ClusterStamp, Read};
 use crate::source::{inputs, memo_cache};
 use crate::spec::Spec;
 use crate::tree::current::Current;
@@ -61,7 +62,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         memo_cache::forget(cluster.0, cluster.1);
     }
     let clusters = spec.clusters.len();
-    let notes = notes(sum.reused, sum.units, kept.len());
+    let notes = notes(&sum, kept.len());
     writeln!(
         stdout,
         "rendered {clusters} cluster{} into `{}`: {} objects in {} files ({changed} changed, {removed} removed{notes})",
@@ -143,6 +144,8 @@ struct Sum {
     removed: usize,
     reused: usize,
     units: usize,
+    /// Clusters not rendered again (their stamp held and their files were as left).
+    unchanged: usize,
     memo: memo_cache::Staged,
     /// `--check`: the paths that would change and be removed.
     named: Option<(Vec<String>, Vec<String>)>,
@@ -172,30 +175,62 @@ impl Sum {
             None => Ok(Vec::new()),
         }
     }
+
+    /// Counts cluster `name`, not rendered: its files `current` are those its last render left
+    /// (`held` the stamp that says so). When some of them had to be read to know that (records
+    /// made too soon after the files were written are not trusted), its records are made again,
+    /// now, so that the next render trusts them (`staged`: unless nothing is written).
+    fn keep_unchanged(&mut self, memos: &Path, name: &str, current: &Current, mut held: ClusterStamp, staged: bool) {
+        self.objects += current.paths().filter(|p| is_object_file(p)).count();
+        self.rendered += current.len();
+        self.reused += held.units;
+        self.units += held.units;
+        self.unchanged += 1;
+        if !staged || current.trusted == current.len() {
+            return;
+        }
+        let mut records = current.records();
+        records.saved = inputs::unix_now_nanos();
+        held.records = records.saved;
+        if let Err(error) = self.memo.add(memos, name, None, &records, Some(&held)) {
+            eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
+        }
+    }
 }
 
 /// Renders cluster `name` of `spec` against its directory (read as far as its memo's records
 /// allow), seals, compares, counts and stages it (and its memo) unless `staging` is `None`; its
-/// files are freed on return.
+/// files are freed on return. A cluster whose stamp holds and whose files are as its last
+/// render left them is not rendered at all (`render::stamp`).
 fn render_cluster(
     spec: &Spec,
     name: &str,
     context: &Context<'_>,
-    staging: Option<&mut write::Staging>,
+    mut staging: Option<&mut write::Staging>,
     sum: &mut Sum,
 ) -> anyhow::Result<Result<(), Failure>> {
     // NB: one cluster's part at a time (a copy of its objects, unless the spec is just it).
     let part = spec.part_of(name);
-    let dir = layout::cluster_dir(name);
-    let saved = context.memos.map(|memos| memo_cache::load(memos, name)).unwrap_or_default();
-    let current = Current::read_below(context.out, &dir, &saved.files, &|_| false)?;
-    let memo = context.memos.and_then(|_| context.setup.memo(saved.jobs, &current));
-    let Built { mut tree, memo: mut jobs, reused } = match pipeline::build(&part, context.bundle, context.setup, memo.as_ref()) {
+    let stamping = context.memos.and_then(|memos| Stamping::new(memos, name, &part, context));
+    let records = context.memos.map(|memos| memo_cache::load_records(memos, name)).unwrap_or_default();
+    let held = stamping.as_ref().and_then(|s| s.held(records.saved));
+    let (current, saved) = read_current(context, name, &records, held.is_none())?;
+    if let (Some(held), Some(memos)) = (held, context.memos)
+        && current.is_described_by(&records)
+    {
+        sum.keep_unchanged(memos, name, &current, held, staging.is_some());
+        return Ok(Ok(()));
+    }
+    let saved = saved.or_else(|| context.memos.map(|memos| memo_cache::load_jobs(memos, name))).unwrap_or_default();
+    let memo = context.memos.and_then(|_| context.setup.memo(saved, &current));
+    let (built, reads) = pipeline::build_recording(&part, context.bundle, context.setup, memo.as_ref());
+    let Built { mut tree, memo: mut jobs, reused } = match built {
         Ok(built) => built,
         Err(failure) => return Ok(Err(failure)),
     };
+    let units = jobs.len();
     sum.reused += reused;
-    sum.units += jobs.len();
+    sum.units += units;
     if let Some(memo) = &memo {
         tree.keep_sealed(memo);
     }
@@ -203,20 +238,74 @@ fn render_cluster(
     jobs.extend(tree.sealed_entries());
     let (files, unread) = tree.into_files();
     let changes = current.changes(&files, &unread, &|_| true, &|_| false);
-    let staged = staging.is_some();
-    let stats = sum.add(&changes.update, Some((&files, &unread)), staging)?;
-    let records = (context.memos.is_some() && staged).then(|| changes.records(&stats));
+    let stats = sum.add(&changes.update, Some((&files, &unread)), staging.as_deref_mut())?;
+    let records = (context.memos.is_some() && staging.is_some()).then(|| changes.records(&stats));
     drop((changes, sealed, memo));
     // NB: freed in the background, before the memo is written: a cluster's tens of thousands of
     // buffers, one by one.
     std::thread::spawn(move || drop((files, unread)));
     if let (Some(memos), Some(mut records)) = (context.memos, records) {
         records.saved = inputs::unix_now_nanos();
-        if let Err(error) = sum.memo.add(memos, name, &jobs, &records) {
+        let stamp = stamping.map(|s| s.stamp(reads, records.saved, units));
+        if let Err(error) = sum.memo.add(memos, name, Some(&jobs), &records, stamp.as_ref()) {
             eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
         }
     }
     Ok(Ok(()))
+}
+
+/// The files of cluster `name` now (identified by `records` where they allow), and its memo's
+/// entries when `with_jobs` (read beside the files: the stamp did not hold, so they are needed).
+fn read_current(
+    context: &Context<'_>,
+    name: &str,
+    records: &crate::tree::current::Records,
+    with_jobs: bool,
+) -> anyhow::Result<(Current, Option<crate::render::memo::Table>)> {
+    let dir = layout::cluster_dir(name);
+    let read = || Current::read_below(context.out, &dir, records, &|_| false);
+    match context.memos {
+        Some(memos) if with_jobs => {
+            let (current, jobs) = rayon::join(read, || memo_cache::load_jobs(memos, name));
+            Ok((current?, Some(jobs)))
+        }
+        _ => Ok((read()?, None)),
+    }
+}
+
+/// What a cluster's stamp is checked and made with: its memo key, build and inputs digest
+/// (`render::stamp`), and the stamp its last render left.
+struct Stamping<'a> {
+    key: zeroize::Zeroizing<[u8; 32]>,
+    build: String,
+    name: &'a str,
+    inputs: [u8; 32],
+    setup: &'a Setup,
+    last: Option<ClusterStamp>,
+}
+
+impl<'a> Stamping<'a> {
+    /// `None` without a master key, or when the inputs digest cannot be made (the render says
+    /// why).
+    fn new(memos: &Path, name: &'a str, part: &Spec, context: &Context<'a>) -> Option<Stamping<'a>> {
+        let key = context.setup.memo_key()?;
+        let inputs = context.setup.cluster_inputs(part, context.bundle)?;
+        let last = memo_cache::load_stamp(memos, name);
+        Some(Stamping { key, build: context.setup.memo_build(), name, inputs, setup: context.setup, last })
+    }
+
+    /// The last stamp, when it holds for the inputs now, beside records saved at `records`.
+    fn held(&self, records: u64) -> Option<ClusterStamp> {
+        let last = self.last.as_ref()?;
+        last.holds(&self.key, &self.build, self.name, &self.inputs, records, self.setup.secret_inputs()).then(|| last.clone())
+    }
+
+    /// The stamp of a render that read `reads` and had `units` templated units, beside records
+    /// saved at `records`.
+    fn stamp(&self, reads: BTreeSet<Read>, records: u64, units: usize) -> ClusterStamp {
+        let stamp = ClusterStamp::compute(&self.key, &self.build, self.name, &self.inputs, &reads, self.setup.secret_inputs());
+        ClusterStamp { stamp, records, units, reads }
+    }
 }
 
 /// Two failures of one render as one report: the diagnostics of both (an environment problem
@@ -343,9 +432,15 @@ fn present_clusters(out: &Path) -> anyhow::Result<BTreeSet<String>> {
 }
 
 /// The end of the summary line: how much of the templating the memo saved (not said without a
-/// memo), and how many other clusters were kept.
-fn notes(reused: usize, units: usize, kept: usize) -> String {
+/// memo), how many clusters were not rendered again, and how many other clusters were kept.
+fn notes(sum: &Sum, kept: usize) -> String {
+    let (reused, units) = (sum.reused, sum.units);
     let mut notes = if units == 0 { String::new() } else { format!("; {reused} of {units} templated units reused") };
+    match sum.unchanged {
+        0 => {}
+        1 => notes.push_str("; 1 cluster unchanged, not rendered again"),
+        n => notes.push_str(&format!("; {n} clusters unchanged, not rendered again")),
+    }
     match kept {
         0 => {}
         1 => notes.push_str("; 1 other cluster kept"),

@@ -17,6 +17,7 @@ pub mod names;
 pub mod operator;
 pub mod resource;
 pub mod server;
+pub mod stamp;
 pub mod templates;
 pub mod tenant;
 pub mod values;

@@ -1,8 +1,9 @@
 //! Where the render memo (`crate::render::memo`) of an output directory is kept between runs:
 //! `<cache>/memo-<digest of the directory's absolute path>/`, with `<cache>` the first of
 //! `$TFRS_CACHE_DIR`, `$XDG_CACHE_HOME/tfrs`, `$HOME/.cache/tfrs`; in it, per cluster,
-//! `<cluster>.json` (the memo's entries) and `<cluster>.files` (the records of its files,
-//! `crate::tree::current`). Per cluster, so that a render holds one cluster's memo at a time.
+//! `<cluster>.json` (the memo's entries), `<cluster>.files` (the records of its files,
+//! `crate::tree::current`) and `<cluster>.stamp` (the cluster's stamp,
+//! `crate::render::stamp`). Per cluster, so that a render holds one cluster's memo at a time.
 //!
 //! It is outside the output directory on purpose: the tree stays exactly the layout
 //! `docs/render.md` shows, and the memo, which names the tfrs executable it was made by, never
@@ -10,6 +11,7 @@
 //! unreadable or foreign memo is an empty one.
 
 use crate::render::memo::Table;
+use crate::render::stamp::ClusterStamp;
 use crate::tree::current::Records;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -28,29 +30,19 @@ pub(crate) fn path(out: &Path) -> Option<PathBuf> {
     Some(dir.join(format!("memo-{}", crate::secrets::bytes::to_hex(&digest[..16]))))
 }
 
-/// What is kept between two renders into one directory: the memo's jobs and the records of the
-/// files the last render left (`tree::current`).
-#[derive(Debug, Default)]
-pub(crate) struct Saved {
-    /// The memo's entries.
-    pub(crate) jobs: Table,
-    /// The files' records.
-    pub(crate) files: Records,
+/// The memo's entries of `cluster`, or none.
+pub(crate) fn load_jobs(dir: &Path, cluster: &str) -> Table {
+    std::fs::read(dir.join(format!("{cluster}.json"))).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
 }
 
-/// The memo of `cluster` in memo directory `dir`, or an empty one.
-pub(crate) fn load(dir: &Path, cluster: &str) -> Saved {
-    // NB: the two files are read and parsed side by side (a large cluster's are tens of MB).
-    let (jobs, files) = rayon::join(
-        || {
-            std::fs::read(dir.join(format!("{cluster}.json")))
-                .ok()
-                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-                .unwrap_or_default()
-        },
-        || std::fs::read_to_string(dir.join(format!("{cluster}.files"))).map(|text| Records::parse(&text)).unwrap_or_default(),
-    );
-    Saved { jobs, files }
+/// The records of the files of `cluster`, or none.
+pub(crate) fn load_records(dir: &Path, cluster: &str) -> Records {
+    std::fs::read_to_string(dir.join(format!("{cluster}.files"))).map(|text| Records::parse(&text)).unwrap_or_default()
+}
+
+/// The stamp of `cluster`, when there is one.
+pub(crate) fn load_stamp(dir: &Path, cluster: &str) -> Option<ClusterStamp> {
+    std::fs::read(dir.join(format!("{cluster}.stamp"))).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok())
 }
 
 /// A memo not written for this long is removed when another is saved (output directories come
@@ -65,9 +57,16 @@ pub(crate) struct Staged {
 }
 
 impl Staged {
-    /// Writes the memo of `cluster` (`jobs`, `records`) into memo directory `dir`, beside its
-    /// place.
-    pub(crate) fn add(&mut self, dir: &Path, cluster: &str, jobs: &Table, records: &Records) -> std::io::Result<()> {
+    /// Writes the memo of `cluster` (`jobs` unless `None`, `records`, and `stamp` when given)
+    /// into memo directory `dir`, beside its place.
+    pub(crate) fn add(
+        &mut self,
+        dir: &Path,
+        cluster: &str,
+        jobs: Option<&Table>,
+        records: &Records,
+        stamp: Option<&ClusterStamp>,
+    ) -> std::io::Result<()> {
         use std::io::Write as _;
         std::fs::create_dir_all(dir)?;
         // NB: streamed to the files, not built in memory first (a large cluster's memo is tens
@@ -77,7 +76,14 @@ impl Staged {
             self.files.push((temporary.clone(), dir.join(name)));
             Ok(std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&temporary)?))
         };
-        let (mut json, mut lines) = (create(format!("{cluster}.json"))?, create(format!("{cluster}.files"))?);
+        if let Some(stamp) = stamp {
+            let mut file = create(format!("{cluster}.stamp"))?;
+            serde_json::to_writer(&mut file, stamp).map_err(std::io::Error::other)?;
+            file.flush()?;
+        }
+        let mut lines = create(format!("{cluster}.files"))?;
+        let Some(jobs) = jobs else { return records.write_to(&mut lines).and_then(|()| lines.flush()) };
+        let mut json = create(format!("{cluster}.json"))?;
         // NB: the two files are written side by side.
         let (json, lines) = rayon::join(
             || serde_json::to_writer(&mut json, jobs).map_err(std::io::Error::other).and_then(|()| json.flush()),
@@ -111,7 +117,7 @@ impl Drop for Staged {
 
 /// Forgets the memo of `cluster` in memo directory `dir` (its output was removed).
 pub(crate) fn forget(dir: &Path, cluster: &str) {
-    for extension in ["json", "files"] {
+    for extension in ["json", "files", "stamp"] {
         let _ = std::fs::remove_file(dir.join(format!("{cluster}.{extension}")));
     }
 }

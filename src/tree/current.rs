@@ -153,6 +153,25 @@ impl Current {
         Ok(current)
     }
 
+    /// Whether these are exactly the files `records` describe: the same paths, each with its
+    /// recorded content (trusted by its stat, or read and found the same).
+    #[must_use]
+    pub fn is_described_by(&self, records: &Records) -> bool {
+        self.files.len() == records.files.len()
+            && self
+                .files
+                .iter()
+                .zip(&records.files)
+                .all(|((path, (_, content)), (recorded, record))| path == recorded && *content == record.content)
+    }
+
+    /// Records of these files as they are now (`saved` left at zero, for the caller to set).
+    #[must_use]
+    pub fn records(&self) -> Records {
+        let files = self.files.iter().map(|(path, (stat, content))| (path.clone(), Record { stat: *stat, content: *content })).collect();
+        Records { saved: 0, files }
+    }
+
     /// The bytes of the file at `path` (read now if they were not yet); `None` when there is no
     /// such file or it cannot be read.
     #[must_use]

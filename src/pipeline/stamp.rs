@@ -1,0 +1,106 @@
+//! What a cluster's stamp covers besides its secret sources (`crate::render::stamp`): its part
+//! of the spec, the spec files it was read from, the operator overrides and the sealing
+//! certificate.
+
+use super::{Setup, cert_path};
+use crate::render::memo;
+use crate::secrets::sealed::Certificate;
+use crate::source::memo_cache;
+use crate::spec::model::SealingBackend;
+use crate::spec::yaml::{Node, Value};
+use crate::spec::{Bundle, Spec};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use zeroize::Zeroizing;
+
+impl Setup {
+    /// What every memo stamp is made for: this tfrs build and its template set.
+    #[must_use]
+    pub fn memo_build(&self) -> String {
+        format!("{} {}", memo_cache::build_id(), self.options.templates.digest())
+    }
+
+    /// The key of memo stamps, derived from the master key; `None` without one.
+    #[must_use]
+    pub fn memo_key(&self) -> Option<Zeroizing<[u8; 32]>> {
+        self.master.as_ref().map(crate::secrets::MasterKey::memo_key)
+    }
+
+    /// The secret inputs of this run (the environment and `fromFile` files).
+    #[must_use]
+    pub fn secret_inputs(&self) -> &dyn crate::secrets::resolve::SecretInputs {
+        &self.inputs
+    }
+
+    /// The digest of what the render of `part` (one cluster's part of the spec) is a function
+    /// of besides its secret sources: its objects as loaded (metadata, placement, spec), the
+    /// name and text of every file they were read from (which also decides where a `fromFile`
+    /// path is looked for), the operator overrides, and the sealing certificate. `None` when the
+    /// certificate cannot be read, is not valid now or is about to expire: the render reports
+    /// that.
+    #[must_use]
+    pub fn cluster_inputs(&self, part: &Spec, bundle: &Bundle) -> Option<[u8; 32]> {
+        let cluster = part.clusters.first()?;
+        let mut hasher = Sha256::new();
+        let mut files = BTreeSet::new();
+        let mut object = |kind: &str, o: &dyn ObjectParts| {
+            hasher.update(o.digest(kind));
+            o.files(&mut files);
+        };
+        part.clusters.iter().for_each(|o| object("cluster", o));
+        part.tenants.iter().for_each(|o| object("tenant", o));
+        part.servers.iter().for_each(|o| object("server", o));
+        for index in files {
+            let file = bundle.files.get(index)?;
+            hasher.update(memo::inputs_digest(&[b"file", file.name.as_bytes(), file.text.as_bytes()], &()));
+        }
+        hasher.update(memo::inputs_digest(&[b"overrides"], &self.options.operator_overrides));
+        let sealing = &cluster.spec.sealing;
+        if sealing.backend == SealingBackend::SealedSecrets && !sealing.cert_file.is_empty() {
+            let pem = std::fs::read_to_string(cert_path(cluster, bundle)).ok()?;
+            let certificate = Certificate::from_pem(&pem, self.now).ok()?;
+            if certificate.expiry_warning(self.now).is_some() {
+                return None;
+            }
+            hasher.update(memo::inputs_digest(&[b"certificate", pem.as_bytes()], &()));
+        }
+        Some(hasher.finalize().into())
+    }
+}
+
+/// What the stamp takes of one spec object.
+trait ObjectParts {
+    /// The digest of its metadata, placement and spec.
+    fn digest(&self, kind: &str) -> [u8; 32];
+    /// Adds the files its merged tree and layers come from.
+    fn files(&self, out: &mut BTreeSet<usize>);
+}
+
+impl<S: serde::Serialize> ObjectParts for crate::spec::Object<S> {
+    fn digest(&self, kind: &str) -> [u8; 32] {
+        memo::inputs_digest(&[kind.as_bytes(), self.cluster.as_bytes()], &(&self.metadata, &self.spec))
+    }
+
+    fn files(&self, out: &mut BTreeSet<usize>) {
+        files_of(&self.tree, out);
+        for layer in &self.layers {
+            files_of(&layer.spec, out);
+            out.extend(layer.selected_at.map(|origin| origin.file));
+        }
+    }
+}
+
+/// Adds the file of every node and key of `node`.
+fn files_of(node: &Node, out: &mut BTreeSet<usize>) {
+    out.insert(node.origin.file);
+    match &node.value {
+        Value::Seq(items) => items.iter().for_each(|item| files_of(item, out)),
+        Value::Map(entries) => {
+            for (key, value) in entries {
+                out.insert(key.origin.file);
+                files_of(value, out);
+            }
+        }
+        _ => {}
+    }
+}

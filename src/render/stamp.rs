@@ -1,0 +1,216 @@
+//! The cluster stamp: a cluster whose inputs are those of the last render into the same output
+//! directory, and whose files are still there byte for byte, is not rendered at all.
+//!
+//! The render memo ([`super::memo`]) saves the templating of unchanged components, but a
+//! cluster still has its values made, its secrets resolved and its tree laid out, checked and
+//! compared; in a fleet where one cluster changed, that is most of a re-render. The stamp
+//! answers for the whole cluster at once:
+//!
+//! `stamp = HMAC-SHA256(memo_key, "tfrs/cluster/v1" ‖ lp(build) ‖ lp(cluster) ‖ inputs ‖
+//! for each read: lp(kind) ‖ lp(key…) ‖ outcome)`
+//!
+//! `inputs` is the digest of everything the cluster's render is a function of besides secret
+//! sources (`crate::pipeline::Setup::cluster_inputs`): the cluster's part of the spec as loaded,
+//! the name and text of every spec file that part was read from, the operator overrides and the
+//! sealing certificate. The *reads* are the environment variables and `fromFile` files the last
+//! render resolved secrets from (a [`Recording`] of its [`SecretInputs`]); they are read again
+//! for the check, and what each gives now (a value, nothing, or an error) goes into the stamp.
+//! The stamp is keyed like the memo's: it holds no value and no plain hash of one; only the
+//! names of the variables and the paths of the files are kept in the clear.
+//!
+//! A stamp that holds is not enough: the files the last render left must still be the ones its
+//! records describe (`crate::tree::current`), or the cluster is rendered as usual.
+
+use crate::secrets::bytes::{push_lp, to_hex};
+use crate::secrets::resolve::SecretInputs;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+/// One secret input a render read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Read {
+    /// Environment variable (`fromEnv`).
+    Env(String),
+    /// `fromFile`: the path as written, relative to the directory of the spec file named first.
+    File(String, String),
+}
+
+/// [`SecretInputs`] that remembers what was read.
+pub struct Recording<'a> {
+    inner: &'a dyn SecretInputs,
+    reads: Mutex<BTreeSet<Read>>,
+}
+
+impl<'a> Recording<'a> {
+    /// Reads through `inner`.
+    #[must_use]
+    pub fn new(inner: &'a dyn SecretInputs) -> Recording<'a> {
+        Recording { inner, reads: Mutex::new(BTreeSet::new()) }
+    }
+
+    /// What was read, in order.
+    #[must_use]
+    pub fn into_reads(self) -> BTreeSet<Read> {
+        self.reads.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn note(&self, read: Read) {
+        self.reads.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(read);
+    }
+}
+
+impl SecretInputs for Recording<'_> {
+    fn env(&self, name: &str) -> Option<String> {
+        self.note(Read::Env(name.to_owned()));
+        self.inner.env(name)
+    }
+
+    fn file(&self, spec_file: &str, path: &str) -> Result<Vec<u8>, String> {
+        self.note(Read::File(spec_file.to_owned(), path.to_owned()));
+        self.inner.file(spec_file, path)
+    }
+}
+
+/// What is kept of a cluster's render for the next one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStamp {
+    /// The stamp, lowercase hex.
+    pub stamp: String,
+    /// When the records of the cluster's files saved with it were made (their `saved`): a stamp
+    /// answers only beside the records of the same render.
+    pub records: u64,
+    /// How many templated units the render had (reported as given back when it is skipped).
+    pub units: usize,
+    /// The secret inputs it read.
+    pub reads: BTreeSet<Read>,
+}
+
+impl ClusterStamp {
+    /// The stamp of cluster `cluster` of build `build`, from `inputs` (the digest of its spec
+    /// part and the rest, see the module docs) and the `reads`, each read again from `source`.
+    #[must_use]
+    pub fn compute(
+        key: &[u8; 32],
+        build: &str,
+        cluster: &str,
+        inputs: &[u8; 32],
+        reads: &BTreeSet<Read>,
+        source: &dyn SecretInputs,
+    ) -> String {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
+        let mut head = Vec::with_capacity(64 + build.len() + cluster.len());
+        head.extend_from_slice(b"tfrs/cluster/v1");
+        push_lp(&mut head, build.as_bytes());
+        push_lp(&mut head, cluster.as_bytes());
+        head.extend_from_slice(inputs);
+        mac.update(&head);
+        for read in reads {
+            let mut part = Vec::new();
+            // NB: the value goes into the keyed MAC only; it is dropped (zeroized) right after.
+            let outcome: zeroize::Zeroizing<Vec<u8>> = match read {
+                Read::Env(name) => {
+                    push_lp(&mut part, b"env");
+                    push_lp(&mut part, name.as_bytes());
+                    zeroize::Zeroizing::new(source.env(name).map_or_else(|| vec![0], |value| outcome(1, value.as_bytes())))
+                }
+                Read::File(spec_file, path) => {
+                    push_lp(&mut part, b"file");
+                    push_lp(&mut part, spec_file.as_bytes());
+                    push_lp(&mut part, path.as_bytes());
+                    zeroize::Zeroizing::new(match source.file(spec_file, path) {
+                        Ok(bytes) => outcome(1, &zeroize::Zeroizing::new(bytes)),
+                        Err(error) => outcome(2, error.as_bytes()),
+                    })
+                }
+            };
+            mac.update(&part);
+            mac.update(&outcome);
+        }
+        to_hex(&mac.finalize().into_bytes())
+    }
+
+    /// Whether this stamp holds for the current inputs, beside records made at `records`.
+    #[must_use]
+    pub fn holds(&self, key: &[u8; 32], build: &str, cluster: &str, inputs: &[u8; 32], records: u64, source: &dyn SecretInputs) -> bool {
+        self.records == records && Self::compute(key, build, cluster, inputs, &self.reads, source) == self.stamp
+    }
+}
+
+/// A tag byte, then `bytes` length-prefixed.
+fn outcome(tag: u8, bytes: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    push_lp(&mut out, bytes);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    struct Fake {
+        env: BTreeMap<String, String>,
+        files: BTreeMap<(String, String), Result<Vec<u8>, String>>,
+    }
+
+    impl SecretInputs for Fake {
+        fn env(&self, name: &str) -> Option<String> {
+            self.env.get(name).cloned()
+        }
+
+        fn file(&self, spec_file: &str, path: &str) -> Result<Vec<u8>, String> {
+            self.files.get(&(spec_file.to_owned(), path.to_owned())).cloned().unwrap_or_else(|| Err("no such file".into()))
+        }
+    }
+
+    fn fake(token: &str, file: &[u8]) -> Fake {
+        Fake {
+            env: [("TOKEN".to_owned(), token.to_owned())].into_iter().collect(),
+            files: [(("specs/a.yaml".to_owned(), "ca.pem".to_owned()), Ok(file.to_vec()))].into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn a_recording_names_what_was_read_and_the_stamp_follows_what_each_gives_now() {
+        let source = fake("t1", b"pem");
+        let recording = Recording::new(&source);
+        assert_eq!(recording.env("TOKEN").as_deref(), Some("t1"));
+        assert_eq!(recording.env("UNSET"), None);
+        assert_eq!(recording.file("specs/a.yaml", "ca.pem").unwrap(), b"pem");
+        let reads = recording.into_reads();
+        assert_eq!(
+            reads.iter().cloned().collect::<Vec<_>>(),
+            [Read::Env("TOKEN".into()), Read::Env("UNSET".into()), Read::File("specs/a.yaml".into(), "ca.pem".into())]
+        );
+
+        let (key, inputs) = ([7; 32], [1; 32]);
+        let stamp = |source: &Fake| ClusterStamp::compute(&key, "b", "dev", &inputs, &reads, source);
+        let first = stamp(&source);
+        assert_eq!(stamp(&fake("t1", b"pem")), first, "the same inputs");
+        assert_ne!(stamp(&fake("t2", b"pem")), first, "a variable's value");
+        assert_ne!(stamp(&fake("t1", b"other")), first, "a file's content");
+        let mut set = fake("t1", b"pem");
+        set.env.insert("UNSET".into(), String::new());
+        assert_ne!(stamp(&set), first, "a variable now set, even to nothing");
+        let mut gone = fake("t1", b"pem");
+        gone.files.clear();
+        assert_ne!(stamp(&gone), first, "a file gone");
+        assert_ne!(ClusterStamp::compute(&[8; 32], "b", "dev", &inputs, &reads, &source), first, "another key");
+        assert_ne!(ClusterStamp::compute(&key, "b2", "dev", &inputs, &reads, &source), first, "another build");
+        assert_ne!(ClusterStamp::compute(&key, "b", "prod", &inputs, &reads, &source), first, "another cluster");
+        assert_ne!(ClusterStamp::compute(&key, "b", "dev", &[2; 32], &reads, &source), first, "other inputs");
+        assert!(!first.contains("t1") && first.len() == 64, "a keyed MAC, nothing of a value");
+
+        let kept = ClusterStamp { stamp: first, records: 5, units: 3, reads };
+        assert!(kept.holds(&key, "b", "dev", &inputs, 5, &source));
+        assert!(!kept.holds(&key, "b", "dev", &inputs, 6, &source), "beside other records");
+        assert!(!kept.holds(&key, "b", "dev", &inputs, 5, &fake("t2", b"pem")));
+        let text = serde_json::to_string(&kept).unwrap();
+        assert_eq!(serde_json::from_str::<ClusterStamp>(&text).unwrap(), kept);
+    }
+}
