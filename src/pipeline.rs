@@ -19,7 +19,7 @@ use crate::spec::diagnostic::{FileTable, Severity, said_once};
 use crate::spec::model::SealingBackend;
 use crate::spec::{Bundle, Diagnostic, Loaded, Object, Spec};
 use crate::tree::{self, Tree};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The render-time environment variables that override the tfrs-operator chart (`docs/render.md`).
@@ -151,7 +151,8 @@ pub fn build(spec: &Spec, bundle: &Bundle, setup: &Setup, memo: Option<&Memo<'_>
     build_from(spec, bundle, setup, memo, &setup.inputs)
 }
 
-/// [`build`], and the secret inputs it read (for the cluster stamp, `crate::render::stamp`).
+/// [`build`], and the secret inputs it read with what each gave (for the cluster stamp,
+/// `crate::render::stamp`).
 ///
 /// # Errors
 ///
@@ -161,10 +162,10 @@ pub fn build_recording(
     bundle: &Bundle,
     setup: &Setup,
     memo: Option<&Memo<'_>>,
-) -> (Result<Built, Failure>, BTreeSet<render::stamp::Read>) {
+) -> (Result<Built, Failure>, render::stamp::Outcomes) {
     let recording = render::stamp::Recording::new(&setup.inputs);
     let built = build_from(spec, bundle, setup, memo, &recording);
-    (built, recording.into_reads())
+    (built, recording.into_outcomes())
 }
 
 fn build_from(

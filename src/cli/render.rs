@@ -5,7 +5,7 @@ use super::args::RenderArgs;
 use super::stages::{load, report, select};
 use crate::layout;
 use crate::pipeline::{self, Built, Failure, Setup};
-use crate::render::stamp::{ClusterStamp, Read};
+use crate::render::stamp::{ClusterStamp, Outcomes};
 use crate::source::{inputs, memo_cache};
 use crate::spec::Spec;
 use crate::tree::current::Current;
@@ -246,7 +246,7 @@ fn render_cluster(
     std::thread::spawn(move || drop((files, unread)));
     if let (Some(memos), Some(mut records)) = (context.memos, records) {
         records.saved = inputs::unix_now_nanos();
-        let stamp = stamping.map(|s| s.stamp(reads, records.saved, units));
+        let stamp = stamping.map(|s| s.stamp(&reads, records.saved, units));
         if let Err(error) = sum.memo.add(memos, name, Some(&jobs), &records, stamp.as_ref()) {
             eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
         }
@@ -300,11 +300,11 @@ impl<'a> Stamping<'a> {
         last.holds(&self.key, &self.build, self.name, &self.inputs, records, self.setup.secret_inputs()).then(|| last.clone())
     }
 
-    /// The stamp of a render that read `reads` and had `units` templated units, beside records
-    /// saved at `records`.
-    fn stamp(&self, reads: BTreeSet<Read>, records: u64, units: usize) -> ClusterStamp {
-        let stamp = ClusterStamp::compute(&self.key, &self.build, self.name, &self.inputs, &reads, self.setup.secret_inputs());
-        ClusterStamp { stamp, records, units, reads }
+    /// The stamp of a render that read `outcomes` (what each secret input gave it) and had
+    /// `units` templated units, beside records saved at `records`.
+    fn stamp(&self, outcomes: &Outcomes, records: u64, units: usize) -> ClusterStamp {
+        let stamp = ClusterStamp::of(&self.key, &self.build, self.name, &self.inputs, outcomes);
+        ClusterStamp { stamp, records, units, reads: outcomes.keys().cloned().collect() }
     }
 }
 

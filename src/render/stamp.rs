@@ -26,8 +26,9 @@ use crate::secrets::resolve::SecretInputs;
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
+use zeroize::Zeroizing;
 
 /// One secret input a render read.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -39,39 +40,56 @@ pub enum Read {
     File(String, String),
 }
 
-/// [`SecretInputs`] that remembers what was read.
+/// What each secret input gave: a tag (1 a value, 0 nothing, 2 an error) and the bytes.
+pub type Outcomes = BTreeMap<Read, Zeroizing<Vec<u8>>>;
+
+/// [`SecretInputs`] that remembers what was read and what it gave, so that the stamp covers the
+/// values the render used (a file rewritten during the render must not pass for the new one).
 pub struct Recording<'a> {
     inner: &'a dyn SecretInputs,
-    reads: Mutex<BTreeSet<Read>>,
+    reads: Mutex<Outcomes>,
 }
 
 impl<'a> Recording<'a> {
     /// Reads through `inner`.
     #[must_use]
     pub fn new(inner: &'a dyn SecretInputs) -> Recording<'a> {
-        Recording { inner, reads: Mutex::new(BTreeSet::new()) }
+        Recording { inner, reads: Mutex::new(BTreeMap::new()) }
     }
 
-    /// What was read, in order.
+    /// What was read and what each gave, in order.
     #[must_use]
-    pub fn into_reads(self) -> BTreeSet<Read> {
+    pub fn into_outcomes(self) -> Outcomes {
         self.reads.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn note(&self, read: Read) {
-        self.reads.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(read);
+    fn note(&self, read: Read, outcome: Vec<u8>) {
+        self.reads.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(read, Zeroizing::new(outcome));
     }
 }
 
 impl SecretInputs for Recording<'_> {
     fn env(&self, name: &str) -> Option<String> {
-        self.note(Read::Env(name.to_owned()));
-        self.inner.env(name)
+        let value = self.inner.env(name);
+        self.note(Read::Env(name.to_owned()), env_outcome(value.as_deref()));
+        value
     }
 
     fn file(&self, spec_file: &str, path: &str) -> Result<Vec<u8>, String> {
-        self.note(Read::File(spec_file.to_owned(), path.to_owned()));
-        self.inner.file(spec_file, path)
+        let value = self.inner.file(spec_file, path);
+        self.note(Read::File(spec_file.to_owned(), path.to_owned()), file_outcome(&value));
+        value
+    }
+}
+
+fn env_outcome(value: Option<&str>) -> Vec<u8> {
+    value.map_or_else(|| vec![0], |value| outcome(1, value.as_bytes()))
+}
+
+fn file_outcome(value: &Result<Vec<u8>, String>) -> Vec<u8> {
+    match value {
+        Ok(bytes) => outcome(1, bytes),
+        Err(error) => outcome(2, error.as_bytes()),
     }
 }
 
@@ -102,6 +120,28 @@ impl ClusterStamp {
         reads: &BTreeSet<Read>,
         source: &dyn SecretInputs,
     ) -> String {
+        let outcomes: Outcomes = reads
+            .iter()
+            .map(|read| {
+                let outcome = match read {
+                    Read::Env(name) => env_outcome(source.env(name).as_deref()),
+                    Read::File(spec_file, path) => {
+                        let value = source.file(spec_file, path);
+                        let outcome = file_outcome(&value);
+                        drop(value.map(Zeroizing::new));
+                        outcome
+                    }
+                };
+                (read.clone(), Zeroizing::new(outcome))
+            })
+            .collect();
+        Self::of(key, build, cluster, inputs, &outcomes)
+    }
+
+    /// The stamp of cluster `cluster` of build `build`, from `inputs` and what each secret
+    /// input gave (`outcomes`, as a [`Recording`] saw them).
+    #[must_use]
+    pub fn of(key: &[u8; 32], build: &str, cluster: &str, inputs: &[u8; 32], outcomes: &Outcomes) -> String {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
         let mut head = Vec::with_capacity(64 + build.len() + cluster.len());
         head.extend_from_slice(b"tfrs/cluster/v1");
@@ -109,27 +149,22 @@ impl ClusterStamp {
         push_lp(&mut head, cluster.as_bytes());
         head.extend_from_slice(inputs);
         mac.update(&head);
-        for read in reads {
+        for (read, outcome) in outcomes {
             let mut part = Vec::new();
-            // NB: the value goes into the keyed MAC only; it is dropped (zeroized) right after.
-            let outcome: zeroize::Zeroizing<Vec<u8>> = match read {
+            match read {
                 Read::Env(name) => {
                     push_lp(&mut part, b"env");
                     push_lp(&mut part, name.as_bytes());
-                    zeroize::Zeroizing::new(source.env(name).map_or_else(|| vec![0], |value| outcome(1, value.as_bytes())))
                 }
                 Read::File(spec_file, path) => {
                     push_lp(&mut part, b"file");
                     push_lp(&mut part, spec_file.as_bytes());
                     push_lp(&mut part, path.as_bytes());
-                    zeroize::Zeroizing::new(match source.file(spec_file, path) {
-                        Ok(bytes) => outcome(1, &zeroize::Zeroizing::new(bytes)),
-                        Err(error) => outcome(2, error.as_bytes()),
-                    })
                 }
-            };
+            }
             mac.update(&part);
-            mac.update(&outcome);
+            // NB: the value goes into the keyed MAC only.
+            mac.update(outcome);
         }
         to_hex(&mac.finalize().into_bytes())
     }
@@ -151,7 +186,6 @@ fn outcome(tag: u8, bytes: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     struct Fake {
         env: BTreeMap<String, String>,
@@ -182,7 +216,8 @@ mod tests {
         assert_eq!(recording.env("TOKEN").as_deref(), Some("t1"));
         assert_eq!(recording.env("UNSET"), None);
         assert_eq!(recording.file("specs/a.yaml", "ca.pem").unwrap(), b"pem");
-        let reads = recording.into_reads();
+        let outcomes = recording.into_outcomes();
+        let reads: BTreeSet<Read> = outcomes.keys().cloned().collect();
         assert_eq!(
             reads.iter().cloned().collect::<Vec<_>>(),
             [Read::Env("TOKEN".into()), Read::Env("UNSET".into()), Read::File("specs/a.yaml".into(), "ca.pem".into())]
@@ -191,6 +226,7 @@ mod tests {
         let (key, inputs) = ([7; 32], [1; 32]);
         let stamp = |source: &Fake| ClusterStamp::compute(&key, "b", "dev", &inputs, &reads, source);
         let first = stamp(&source);
+        assert_eq!(ClusterStamp::of(&key, "b", "dev", &inputs, &outcomes), first, "what the render read is what is read again");
         assert_eq!(stamp(&fake("t1", b"pem")), first, "the same inputs");
         assert_ne!(stamp(&fake("t2", b"pem")), first, "a variable's value");
         assert_ne!(stamp(&fake("t1", b"other")), first, "a file's content");
