@@ -13,8 +13,9 @@
 //! sources (`crate::pipeline::Setup::cluster_inputs`): the cluster's part of the spec as loaded,
 //! the name and text of every spec file that part was read from, the operator overrides and the
 //! sealing certificate. The *reads* are the environment variables and `fromFile` files the last
-//! render resolved secrets from (a [`Recording`] of its [`SecretInputs`]); they are read again
-//! for the check, and what each gives now (a value, nothing, or an error) goes into the stamp.
+//! render resolved secrets from (a [`Recording`] of its [`SecretInputs`]). The stamp saved is
+//! made from what each gave that render (a value, nothing, or an error); the check reads each
+//! again and makes the stamp from what it gives now.
 //! The stamp is keyed like the memo's: it holds no value and no plain hash of one; only the
 //! names of the variables and the paths of the files are kept in the clear.
 //!
@@ -120,21 +121,16 @@ impl ClusterStamp {
         reads: &BTreeSet<Read>,
         source: &dyn SecretInputs,
     ) -> String {
-        let outcomes: Outcomes = reads
-            .iter()
-            .map(|read| {
-                let outcome = match read {
-                    Read::Env(name) => env_outcome(source.env(name).as_deref()),
-                    Read::File(spec_file, path) => {
-                        let value = source.file(spec_file, path);
-                        let outcome = file_outcome(&value);
-                        drop(value.map(Zeroizing::new));
-                        outcome
-                    }
-                };
-                (read.clone(), Zeroizing::new(outcome))
-            })
-            .collect();
+        // NB: read again through a recording, so that what each gives now is put as the render's
+        // own reads were.
+        let recording = Recording::new(source);
+        for read in reads {
+            match read {
+                Read::Env(name) => drop(recording.env(name).map(Zeroizing::new)),
+                Read::File(spec_file, path) => drop(recording.file(spec_file, path).map(Zeroizing::new)),
+            }
+        }
+        let outcomes = recording.into_outcomes();
         Self::of(key, build, cluster, inputs, &outcomes)
     }
 
