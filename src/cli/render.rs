@@ -211,12 +211,15 @@ fn render_cluster(
 ) -> anyhow::Result<Result<(), Failure>> {
     // NB: one cluster's part at a time (a copy of its objects, unless the spec is just it).
     let part = spec.part_of(name);
-    let stamping = context.memos.and_then(|memos| Stamping::new(memos, name, &part, context));
-    let records = context.memos.map(|memos| memo_cache::load_records(memos, name)).unwrap_or_default();
-    let held = stamping.as_ref().and_then(|s| s.held(records.saved));
-    let (current, saved) = read_current(context, name, &records, held.is_none())?;
+    // NB: side by side: the records of a large cluster are tens of thousands of lines.
+    let (stamping, records_read) = rayon::join(
+        || context.memos.and_then(|memos| Stamping::new(memos, name, &part, context)),
+        || context.memos.map(|memos| memo_cache::load_records(memos, name)).unwrap_or_default(),
+    );
+    let held = stamping.as_ref().and_then(|s| s.held(records_read.saved));
+    let (current, saved) = read_current(context, name, &records_read, held.is_none())?;
     if let (Some(held), Some(memos)) = (held, context.memos)
-        && current.is_described_by(&records)
+        && current.is_described_by(&records_read)
     {
         sum.keep_unchanged(memos, name, &current, held, staging.is_some());
         return Ok(Ok(()));
@@ -242,8 +245,8 @@ fn render_cluster(
     let records = (context.memos.is_some() && staging.is_some()).then(|| changes.records(&stats));
     drop((changes, sealed, memo));
     // NB: freed in the background, before the memo is written: a cluster's tens of thousands of
-    // buffers, one by one.
-    std::thread::spawn(move || drop((files, unread)));
+    // buffers and paths, one by one.
+    std::thread::spawn(move || drop((files, unread, current, records_read)));
     if let (Some(memos), Some(mut records)) = (context.memos, records) {
         records.saved = inputs::unix_now_nanos();
         let stamp = stamping.map(|s| s.stamp(&reads, records.saved, units));

@@ -18,7 +18,7 @@ use crate::spec::yaml::Origin;
 use crate::spec::{Diagnostic, Object};
 use rayon::prelude::*;
 use serde_json::{Value as Json, json};
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Arc;
 use zeroize::Zeroizing;
 
@@ -29,7 +29,7 @@ pub(crate) struct Frame<'a> {
     /// The whole component graph.
     pub(crate) graph: &'a Graph,
     /// Depth of every component.
-    pub(crate) depths: &'a BTreeMap<String, usize>,
+    pub(crate) depths: &'a HashMap<String, usize>,
     /// The pull Secret, when the registry has credentials.
     pub(crate) pull: Option<&'a PlainSecret>,
     /// `flux-system` or `argocd`.

@@ -4,13 +4,15 @@
 //! Cycles are impossible by construction: [`Graph::add`] only accepts dependencies on
 //! components already added, so insertion order is a topological order.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A dependency graph of component ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Graph {
     order: Vec<String>,
-    depends_on: BTreeMap<String, Vec<String>>,
+    // NB: hashed, not ordered (`order` is the order): a large platform has tens of thousands
+    // of ids that share long prefixes, and every one is looked up several times.
+    depends_on: HashMap<String, Vec<String>>,
 }
 
 /// One member of a group for [`Graph::add_group`].
@@ -103,8 +105,8 @@ impl Graph {
 
     /// Depth of every component: 0 without dependencies, else 1 + the deepest dependency.
     #[must_use]
-    pub fn depths(&self) -> BTreeMap<String, usize> {
-        let mut depths = BTreeMap::new();
+    pub fn depths(&self) -> HashMap<String, usize> {
+        let mut depths = HashMap::with_capacity(self.order.len());
         for id in &self.order {
             let depth = self.dependencies(id).iter().filter_map(|d| depths.get(d).copied()).map(|d: usize| d + 1).max().unwrap_or(0);
             depths.insert(id.clone(), depth);

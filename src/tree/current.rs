@@ -78,14 +78,17 @@ impl Records {
     fn try_parse(text: &str) -> Option<Records> {
         let mut lines = text.lines();
         let saved = lines.next()?.strip_prefix(HEADER)?.trim().parse().ok()?;
-        let mut files = BTreeMap::new();
-        for line in lines {
-            let mut fields = line.splitn(5, ' ');
-            let content = ContentId::from_hex(fields.next()?)?;
-            let mut number = || fields.next()?.parse::<u64>().ok();
-            let stat = Stat { size: number()?, mtime: number()?, ino: number()? };
-            files.insert(fields.next()?.to_owned(), Record { stat, content });
-        }
+        // NB: collected, not inserted one by one: the lines are in order, and a map built from
+        // sorted pairs costs no search per path.
+        let files = lines
+            .map(|line| {
+                let mut fields = line.splitn(5, ' ');
+                let content = ContentId::from_hex(fields.next()?)?;
+                let mut number = || fields.next()?.parse::<u64>().ok();
+                let stat = Stat { size: number()?, mtime: number()?, ino: number()? };
+                Some((fields.next()?.to_owned(), Record { stat, content }))
+            })
+            .collect::<Option<BTreeMap<_, _>>>()?;
         Some(Records { saved, files })
     }
 }
@@ -142,14 +145,18 @@ impl Current {
             })
             .collect();
         let mut current = Current { root: out.to_path_buf(), ..Current::default() };
+        let mut files = Vec::with_capacity(identified.len());
         for item in identified {
             let (path, stat, content, bytes) = item?;
             match bytes {
                 Some(bytes) => drop(current.read.insert(path.clone(), bytes)),
                 None => current.trusted += 1,
             }
-            current.files.insert(path, (stat, content));
+            files.push((path, (stat, content)));
         }
+        // NB: collected (sorted once), not inserted one by one: a search per path of a large
+        // tree costs more than the sort.
+        current.files = files.into_iter().collect();
         Ok(current)
     }
 
@@ -226,23 +233,67 @@ impl Current {
         scope: &dyn Fn(&str) -> bool,
         stays: &dyn Fn(&str) -> bool,
     ) -> Changes<'a> {
-        let ids: BTreeMap<&'a str, ContentId> = files.par_iter().map(|(path, bytes)| (path.as_str(), ContentId::of(bytes))).collect();
+        let ids: Vec<(&'a str, ContentId)> = files.par_iter().map(|(path, bytes)| (path.as_str(), ContentId::of(bytes))).collect();
         let mut update = write::Update { files, changed: Vec::new(), removed: Vec::new(), unchanged: Vec::new() };
-        for (path, id) in &ids {
-            match self.files.get(*path) {
-                Some((_, old)) if old == id => update.unchanged.push(path),
-                _ => update.changed.push(path),
+        let (mut staying, mut written) = (Vec::with_capacity(self.files.len()), Vec::new());
+        // NB: one pass over the three sorted lists (a large cluster has 60,000 files: a search
+        // per path costs more than the rest of this).
+        // The new side: each path's content, and whether it was rendered (else kept).
+        let rendered = ids.iter().map(|(path, id)| (*path, (*id, true)));
+        let new = merge_by_path(rendered, kept.iter().map(|(path, id)| (path.as_str(), (*id, false))))
+            .filter_map(|(path, (rendered, kept))| Some((path, rendered.or(kept)?)));
+        for (path, sides) in merge_by_path(new, self.files.iter().map(|(path, old)| (path.as_str(), *old))) {
+            match sides {
+                (Some((id, true)), Some((stat, old))) if old == id => {
+                    update.unchanged.push(path);
+                    staying.push((path, Record { stat, content: id }));
+                }
+                (Some((id, true)), _) => {
+                    update.changed.push(path);
+                    written.push(id);
+                }
+                (Some((id, false)), old) => {
+                    update.unchanged.push(path);
+                    staying.extend(old.map(|(stat, _)| (path, Record { stat, content: id })));
+                }
+                (None, Some((stat, content))) if scope(path) => {
+                    if stays(path) {
+                        update.unchanged.push(path);
+                        staying.push((path, Record { stat, content }));
+                    } else {
+                        update.removed.push(path);
+                    }
+                }
+                (None, _) => {}
             }
         }
-        update.unchanged.extend(kept.keys().map(String::as_str));
-        for path in self.files.keys() {
-            if !scope(path) || files.contains_key(path) || kept.contains_key(path) {
-                continue;
-            }
-            if stays(path) { update.unchanged.push(path) } else { update.removed.push(path) }
-        }
-        Changes { update, ids, current: self, kept }
+        Changes { update, staying, written }
     }
+}
+
+/// Two iterators of `(path, value)` in path order, merged: each path once, with the value of
+/// each side that has it.
+fn merge_by_path<'a, A, B>(
+    left: impl Iterator<Item = (&'a str, A)>,
+    right: impl Iterator<Item = (&'a str, B)>,
+) -> impl Iterator<Item = (&'a str, (Option<A>, Option<B>))> {
+    let (mut left, mut right) = (left.peekable(), right.peekable());
+    std::iter::from_fn(move || {
+        let order = match (left.peek(), right.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some((a, _)), Some((b, _))) => a.cmp(b),
+        };
+        Some(match order {
+            std::cmp::Ordering::Less => left.next().map(|(path, a)| (path, (Some(a), None)))?,
+            std::cmp::Ordering::Greater => right.next().map(|(path, b)| (path, (None, Some(b))))?,
+            std::cmp::Ordering::Equal => {
+                let (path, a) = left.next()?;
+                (path, (Some(a), right.next().map(|(_, b)| b)))
+            }
+        })
+    })
 }
 
 impl Contents for Current {
@@ -255,9 +306,10 @@ impl Contents for Current {
 pub struct Changes<'a> {
     /// What writing it does.
     pub update: write::Update<'a>,
-    ids: BTreeMap<&'a str, ContentId>,
-    current: &'a Current,
-    kept: &'a Kept,
+    /// The records of the files that stay as they are, in path order.
+    staying: Vec<(&'a str, Record)>,
+    /// The content of each file of `update.changed`, in its order.
+    written: Vec<ContentId>,
 }
 
 impl Changes<'_> {
@@ -266,19 +318,11 @@ impl Changes<'_> {
     /// `update.changed`, as [`write::Staging::add`] returns them).
     #[must_use]
     pub fn records(&self, written: &[Stat]) -> Records {
-        let mut records = Records::default();
-        for path in &self.update.unchanged {
-            let content = self.ids.get(path).or_else(|| self.kept.get(*path)).copied().or_else(|| self.current.content_id(path));
-            if let (Some((stat, _)), Some(content)) = (self.current.files.get(*path), content) {
-                records.files.insert((*path).to_owned(), Record { stat: *stat, content });
-            }
-        }
-        for (path, stat) in self.update.changed.iter().zip(written) {
-            if let Some(content) = self.ids.get(path) {
-                records.files.insert((*path).to_owned(), Record { stat: *stat, content: *content });
-            }
-        }
-        records
+        let changed = self.update.changed.iter().zip(&self.written).zip(written);
+        let changed = changed.map(|((path, content), stat)| (*path, Record { stat: *stat, content: *content }));
+        // NB: two sorted runs, merged by the collect's sort.
+        let files = self.staying.iter().copied().chain(changed).map(|(path, record)| (path.to_owned(), record)).collect();
+        Records { saved: 0, files }
     }
 }
 

@@ -93,8 +93,8 @@ impl Tree {
     pub fn add(&mut self, cluster: RenderedCluster, sealer: Option<Sealer>) -> Result<(), Error> {
         let laid = build::lay_out(cluster, sealer.as_ref())?;
         let index = self.plans.len();
-        self.files.extend(laid.files);
-        self.kept.extend(laid.kept);
+        extend(&mut self.files, laid.files);
+        extend(&mut self.kept, laid.kept);
         self.plans.push(laid.plan);
         self.sealers.push(sealer);
         self.pending.extend(laid.pending.into_iter().map(|p| (index, p)));
@@ -301,4 +301,14 @@ fn seal_one(
     let body = seal(secret, old, sealer, key, &mut StdRng::from_seed(seed)).map_err(failed)?;
     let text = crate::manifest::to_yaml(&body).map_err(|e| Error::Yaml(sealer.target(secret).to_string(), e))?;
     Ok((pending.path.clone(), text.into_bytes()))
+}
+
+/// `map` with `entries` added, a later entry for a path replacing an earlier one. Into an empty
+/// map (a tree's first cluster), collected: sorted once, not searched per path.
+fn extend<V>(map: &mut BTreeMap<String, V>, entries: Vec<(String, V)>) {
+    if map.is_empty() {
+        *map = entries.into_iter().collect();
+    } else {
+        map.extend(entries);
+    }
 }
