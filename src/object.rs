@@ -134,9 +134,10 @@ impl ContentId {
         if hex.len() != 40 {
             return None;
         }
+        let digit = |c: u8| char::from(c).to_digit(16);
         let mut id = [0u8; 20];
-        for (i, byte) in id.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+        for (byte, pair) in id.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+            *byte = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
         }
         Some(ContentId(id))
     }
@@ -145,7 +146,14 @@ impl ContentId {
 /// 40 lowercase hex digits, as Git prints a blob id.
 impl fmt::Display for ContentId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+        // NB: one write, not one per byte: the render memo writes tens of thousands of ids.
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = [0u8; 40];
+        for (pair, byte) in hex.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = DIGITS[usize::from(byte >> 4)];
+            pair[1] = DIGITS[usize::from(byte & 15)];
+        }
+        f.write_str(std::str::from_utf8(&hex).map_err(|_| fmt::Error)?)
     }
 }
 

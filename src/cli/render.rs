@@ -254,6 +254,7 @@ fn render_cluster(
             eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
         }
     }
+    std::thread::spawn(move || drop(jobs));
     Ok(Ok(()))
 }
 

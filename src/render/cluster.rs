@@ -268,7 +268,7 @@ pub fn full_graph(spec: &Spec, cluster: &Object<ClusterSpec>) -> Graph {
     let mut graph = graph(&cluster.spec);
     let units = tenant::units(spec, cluster.name());
     tenant::extend_graph(&mut graph, &cluster.spec, &units);
-    server::extend_graph(&mut graph, spec, &units);
+    server::extend_graph(&mut graph, &units);
     graph
 }
 
@@ -279,7 +279,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     let units = tenant::units(spec, &name);
     let mut graph = graph(&cluster.spec);
     tenant::extend_graph(&mut graph, &cluster.spec, &units);
-    server::extend_graph(&mut graph, spec, &units);
+    server::extend_graph(&mut graph, &units);
     let depths = graph.depths();
     let values = serde_json::to_value(shared_values(cluster)).unwrap_or(Json::Null);
     let engine_namespace = match cluster.spec.gitops.engine {
@@ -293,7 +293,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     let mut components = cluster_components(context, &frame, spec, &values);
     let base = minijinja::Value::from(minijinja::value::Serde(&values));
     context.render_jobs(&frame, &base, &mut components);
-    render_units(context, &frame, spec, &units, &base, &mut components);
+    render_units(context, &frame, &units, &base, &mut components);
     if context.errors.len() > errors_before {
         return None;
     }
@@ -307,7 +307,6 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
 fn render_units(
     context: &mut Context<'_>,
     frame: &Frame<'_>,
-    spec: &Spec,
     units: &[tenant::Unit<'_>],
     base: &minijinja::Value,
     components: &mut Vec<Component>,
@@ -319,7 +318,7 @@ fn render_units(
             let mut own = Vec::new();
             let credentials = tenant::render(&mut child, frame, unit, &mut own);
             let tenant = child.memo.map(|_| server::tenant_digest(unit));
-            for server in server::servers(spec, unit) {
+            for &server in &unit.servers {
                 server::render(&mut child, frame, unit, (server, tenant.as_ref()), &credentials, &mut own);
             }
             child.render_jobs(frame, base, &mut own);

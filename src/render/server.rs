@@ -8,25 +8,16 @@ use super::graph::{Graph, Member};
 use super::names::{self, Database, NamespaceNames, RobotNames, ServerNames};
 use super::tenant::{self, Credentials, DATABASE_USER, Unit};
 use crate::secrets::PlainSecret;
+use crate::spec::Object;
 use crate::spec::diagnostic::Rule;
 use crate::spec::model::{ServerSpec, TenantSpec};
-use crate::spec::{Object, Spec};
 use serde::Serialize;
 use serde_json::{Value as Json, json};
 use sha2::{Digest as _, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use zeroize::Zeroizing;
 
 pub use super::config::{CONFZ_DIR, DB_SCHEMA_KEY, IMAGES_DIR_KEY, config_data};
-
-/// The servers of one namespace, by name.
-#[must_use]
-pub fn servers<'a>(spec: &'a Spec, unit: &Unit<'_>) -> Vec<&'a Object<ServerSpec>> {
-    let tenants: BTreeSet<&str> = unit.tenants.iter().map(|t| t.name()).collect();
-    let mut servers: Vec<_> = spec.servers.iter().filter(|s| tenants.contains(s.spec.tenant.as_str())).collect();
-    servers.sort_by(|a, b| a.name().cmp(b.name()));
-    servers
-}
 
 /// A server component: name, server components it waits for, tenant components it waits for,
 /// whether it is on, and its Secrets.
@@ -87,9 +78,9 @@ pub fn component_id(namespace: &str, server: &str, name: &str) -> String {
 }
 
 /// Adds every server's components to `graph` (which holds the cluster's and tenants').
-pub fn extend_graph(graph: &mut Graph, spec: &Spec, units: &[Unit<'_>]) {
+pub fn extend_graph(graph: &mut Graph, units: &[Unit<'_>]) {
     for unit in units {
-        for server in servers(spec, unit) {
+        for server in &unit.servers {
             let members = DEFINITIONS.iter().map(|d| Member {
                 name: d.name,
                 after: d.after,

@@ -41,15 +41,16 @@ pub struct Unit<'a> {
 #[must_use]
 pub fn units<'a>(spec: &'a Spec, cluster: &str) -> Vec<Unit<'a>> {
     let mut by_namespace: BTreeMap<String, Vec<&Object<TenantSpec>>> = BTreeMap::new();
-    for tenant in spec.tenants.iter().filter(|t| t.spec.cluster == cluster) {
-        by_namespace.entry(tenant_namespace(tenant.name(), &tenant.spec)).or_default().push(tenant);
-    }
+    let tenants = spec.tenants.iter().filter(|t| t.spec.cluster == cluster);
+    tenants.for_each(|tenant| by_namespace.entry(tenant_namespace(tenant.name(), &tenant.spec)).or_default().push(tenant));
+    // NB: servers grouped by tenant once (a search of every server per namespace was quadratic).
+    let mut by_tenant: BTreeMap<&str, Vec<&Object<ServerSpec>>> = BTreeMap::new();
+    spec.servers.iter().for_each(|server| by_tenant.entry(server.spec.tenant.as_str()).or_default().push(server));
     by_namespace
         .into_iter()
         .filter_map(|(namespace, mut tenants)| {
             tenants.sort_by(|a, b| a.name().cmp(b.name()));
-            let names: BTreeSet<&str> = tenants.iter().map(|t| t.name()).collect();
-            let mut servers: Vec<_> = spec.servers.iter().filter(|s| names.contains(s.spec.tenant.as_str())).collect();
+            let mut servers: Vec<_> = tenants.iter().filter_map(|t| by_tenant.get(t.name())).flatten().copied().collect();
             servers.sort_by(|a, b| a.name().cmp(b.name()));
             Some(Unit { namespace, owner: *tenants.first()?, tenants, servers })
         })

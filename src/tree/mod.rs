@@ -260,9 +260,12 @@ impl Tree {
         &self.kept
     }
 
-    /// The files and the kept files, giving up the rest (the plaintext Secrets are zeroized).
+    /// The files and the kept files, giving up the rest (the plaintext Secrets are zeroized;
+    /// the plans, a large cluster's tens of thousands of objects, are freed in the background).
     #[must_use]
-    pub fn into_files(self) -> (Files, Kept) {
+    pub fn into_files(mut self) -> (Files, Kept) {
+        let plans = std::mem::take(&mut self.plans);
+        std::thread::spawn(move || drop(plans));
         (self.files, self.kept)
     }
 

@@ -172,55 +172,56 @@ pub fn list(out: &Path) -> anyhow::Result<Vec<(String, Stat)>> {
 }
 
 /// The files below directory `below` of `out` (a relative path; empty for all of `out`), by
-/// path relative to `out`, with their stats, except the marker and what lies in a directory
-/// (relative to `out`) for which `skip` holds; empty when there is no such directory.
+/// path relative to `out` in order, with their stats, except the marker and what lies in a
+/// directory (relative to `out`) for which `skip` holds; empty when there is no such directory.
 ///
 /// # Errors
 ///
 /// I/O errors.
 pub fn list_below(out: &Path, below: &str, skip: &(dyn Fn(&str) -> bool + Sync)) -> anyhow::Result<Vec<(String, Stat)>> {
-    let mut files = Vec::new();
+    let found = std::sync::Mutex::new(Vec::new());
     let dir = if below.is_empty() { out.to_path_buf() } else { out.join(below) };
     if dir.is_dir() {
-        walk(out, &dir, skip, &mut files)?;
+        walk(&dir, below.trim_end_matches('/'), skip, &found)?;
     }
+    let mut files = found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     files.retain(|(relative, _)| relative != MARKER);
+    files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(files)
 }
 
-/// The files below `dir`, by path relative to `root`, with their stats, but in the directories
-/// `skip` names. Subdirectories are walked in parallel (a large tree has tens of thousands of
-/// directories).
-fn walk(root: &Path, dir: &Path, skip: &(dyn Fn(&str) -> bool + Sync), files: &mut Vec<(String, Stat)>) -> anyhow::Result<()> {
-    let relative = |path: &Path| path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/");
+/// Adds the files below `dir` (whose path relative to the output directory is `relative`) to
+/// `found`, with their stats, but in the directories `skip` names. Subdirectories are walked in
+/// parallel (a large tree has tens of thousands of directories); each directory's files are
+/// added at once.
+fn walk(
+    dir: &Path,
+    relative: &str,
+    skip: &(dyn Fn(&str) -> bool + Sync),
+    found: &std::sync::Mutex<Vec<(String, Stat)>>,
+) -> anyhow::Result<()> {
+    let mut files = Vec::new();
     let mut subdirectories = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))? {
         let entry = entry?;
-        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let path = if relative.is_empty() { name.into_owned() } else { format!("{relative}/{name}") };
         let kind = entry.file_type()?;
         // NB: `file_type` does not follow symlinks, `is_dir` does: keep following them, as
         // before, for a symlinked directory below a `--templates` root.
-        if kind.is_dir() || (kind.is_symlink() && path.is_dir()) {
-            if !skip(&relative(&path)) {
-                subdirectories.push(path);
+        if kind.is_dir() || (kind.is_symlink() && entry.path().is_dir()) {
+            if !skip(&path) {
+                subdirectories.push((entry.path(), path));
             }
         } else {
-            let meta = if kind.is_symlink() { fs::metadata(&path) } else { entry.metadata() };
-            let meta = meta.with_context(|| format!("cannot read `{}`", path.display()))?;
-            files.push((relative(&path), Stat::of(&meta)));
+            let meta = if kind.is_symlink() { fs::metadata(entry.path()) } else { entry.metadata() };
+            let meta = meta.with_context(|| format!("cannot read `{}`", entry.path().display()))?;
+            files.push((path, Stat::of(&meta)));
         }
     }
-    let nested: Vec<anyhow::Result<Vec<(String, Stat)>>> = subdirectories
-        .into_par_iter()
-        .map(|path| {
-            let mut below = Vec::new();
-            walk(root, &path, skip, &mut below).map(|()| below)
-        })
-        .collect();
-    for below in nested {
-        files.extend(below?);
-    }
-    Ok(())
+    found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(files);
+    subdirectories.into_par_iter().try_for_each(|(dir, relative)| walk(&dir, &relative, skip, found))
 }
 
 /// The journal of an update, in `.<name>.tfrs-update/`; its presence means "carry me out".
