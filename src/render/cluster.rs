@@ -290,10 +290,22 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     // NB: the shared values are digested only for the memo (one serialization per cluster).
     let base_digest = if context.memo.is_some() { super::memo::values_digest(&values) } else { [0; 32] };
     let frame = Frame { cluster, graph: &graph, depths: &depths, pull: pull.as_ref(), engine_namespace, base_digest };
-    let mut components = cluster_components(context, &frame, spec, &values);
     let base = minijinja::Value::from(minijinja::value::Serde(&values));
-    context.render_jobs(&frame, &base, &mut components);
-    render_units(context, &frame, &units, &base, &mut components);
+    // NB: the cluster's own components (whose values list every server) beside the units'.
+    let (own, units) = rayon::join(
+        || {
+            let mut child = context.child();
+            let mut components = cluster_components(&mut child, &frame, spec, &values);
+            child.render_jobs(&frame, &base, &mut components);
+            (components, child)
+        },
+        || render_units(context, &frame, &units, &base),
+    );
+    let mut components = Vec::new();
+    for (own, child) in std::iter::once(own).chain(units) {
+        components.extend(own);
+        context.absorb(child);
+    }
     if context.errors.len() > errors_before {
         return None;
     }
@@ -302,16 +314,16 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
 }
 
 /// Every unit (a tenant namespace and its servers), in parallel, each in a context of its own
-/// whose problems, credentials and memo entries are gathered in unit order. A unit renders its
-/// own templates, so the values of only the units in flight are held at once.
-fn render_units(
-    context: &mut Context<'_>,
+/// (for the caller to absorb, in unit order: its problems, credentials and memo entries) with
+/// its components. A unit renders its own templates, so the values of only the units in
+/// flight are held at once.
+fn render_units<'a>(
+    context: &Context<'a>,
     frame: &Frame<'_>,
     units: &[tenant::Unit<'_>],
     base: &minijinja::Value,
-    components: &mut Vec<Component>,
-) {
-    let units: Vec<(Vec<Component>, Context<'_>)> = units
+) -> Vec<(Vec<Component>, Context<'a>)> {
+    units
         .par_iter()
         .map(|unit| {
             let mut child = context.child();
@@ -324,11 +336,7 @@ fn render_units(
             child.render_jobs(frame, base, &mut own);
             (own, child)
         })
-        .collect();
-    for (own, child) in units {
-        components.extend(own);
-        context.absorb(child);
-    }
+        .collect()
 }
 
 /// The cluster's own components, their templates queued on `context`.

@@ -54,8 +54,9 @@ pub(crate) struct Context<'a> {
     pub(crate) jobs: Vec<Job>,
     /// The last render's memo, when there is one.
     pub(crate) memo: Option<&'a Memo<'a>>,
-    /// The memo entries of this render.
-    pub(crate) recorded: memo::Table,
+    /// The memo entries of this render, in the order they were made (a later entry for a key
+    /// wins; gathered into a table once, at the end).
+    pub(crate) recorded: Vec<(String, memo::Entry)>,
     /// How many of them the memo gave back.
     pub(crate) reused: usize,
 }
@@ -173,7 +174,7 @@ impl<'a> Context<'a> {
             resolved: Vec::new(),
             jobs: Vec::new(),
             memo,
-            recorded: memo::Table::new(),
+            recorded: Vec::new(),
             reused: 0,
         }
     }
@@ -197,7 +198,7 @@ impl<'a> Context<'a> {
     /// Records what rendering a unit gave: its problems, its memo entry; returns its objects.
     pub(crate) fn finish(&mut self, done: Done) -> Option<Vec<Resource>> {
         if let Some((key, entry, reused)) = done.memo {
-            self.recorded.insert(key, entry);
+            self.recorded.push((key, entry));
             self.reused += usize::from(reused);
         }
         match done.result {

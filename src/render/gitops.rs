@@ -11,7 +11,7 @@ use crate::spec::model::{ClusterSpec, GitopsEngine};
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::{Value as Json, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 
 /// The values of a GitOps template (`gitops/flux.yaml`, `gitops/argocd.yaml`), over the
 /// cluster's shared values (docs/templates.md, "GitOps templates").
@@ -81,7 +81,7 @@ pub(crate) fn gitops_objects(
         cluster_kinds: BTreeSet::new(),
     };
     let origin = cluster.locate("spec.gitops");
-    let names: BTreeMap<&str, String> = components.iter().map(|c| (c.id.as_str(), gitops_name(name, c))).collect();
+    let names: HashMap<&str, String> = components.par_iter().map(|c| (c.id.as_str(), gitops_name(name, c))).collect();
     let base = minijinja::Value::from(minijinja::value::Serde(values));
     let labels = labels(name, "gitops");
     let (env, memo) = (context.env, context.memo);

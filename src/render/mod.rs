@@ -157,7 +157,7 @@ pub fn render_with_memo(
         }
     }
     if context.errors.is_empty() {
-        Ok(Rendered { clusters, resolved: context.resolved, memo: context.recorded, reused: context.reused })
+        Ok(Rendered { clusters, resolved: context.resolved, memo: context.recorded.into_iter().collect(), reused: context.reused })
     } else {
         Err(Problems { diagnostics: context.errors, environment: context.environment })
     }
