@@ -79,7 +79,7 @@ fn stages(c: &mut Criterion) {
     });
     group.bench_function("render-memo", |b| {
         b.iter(|| {
-            let memo = Memo::new(master.memo_key(), "bench".to_owned(), table.clone(), &cold);
+            let memo = Memo::new(master.memo_key(), "bench".to_owned(), tfrs_gitops::render::memo::previous(table.clone()), &cold);
             let rendered = render_with_memo(&spec, &bundle, &options, &inputs, Some(&master), Some(&memo)).expect("renders");
             assert_eq!(rendered.reused, table.len(), "every unit is reused");
             black_box(rendered.clusters.len())

@@ -81,7 +81,7 @@ impl Setup {
     /// A memo over `tree` (what the files of the last render into the same place hold now) and
     /// the `table` that render recorded; `None` without a master key (the memo is keyed by it).
     #[must_use]
-    pub fn memo<'a>(&self, table: memo::Table, tree: &'a dyn memo::Contents) -> Option<Memo<'a>> {
+    pub fn memo<'a>(&self, table: memo::Previous, tree: &'a dyn memo::Contents) -> Option<Memo<'a>> {
         Some(Memo::new(self.memo_key()?, self.memo_build(), table, tree))
     }
 }

@@ -108,7 +108,7 @@ fn build_with_memo(
 ) -> anyhow::Result<Option<(crate::tree::Tree, Table, usize)>> {
     let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
     let mut ids: BTreeMap<String, ContentId> = BTreeMap::new();
-    let mut jobs = Table::new();
+    let mut jobs = crate::render::memo::Previous::new();
     if let Some(memos) = memos {
         let tip = repo.find_reference(&format!("refs/heads/{branch}")).ok().and_then(|r| r.peel_to_tree().ok());
         for cluster in &spec.clusters {

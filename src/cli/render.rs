@@ -265,7 +265,7 @@ fn read_current(
     name: &str,
     records: &crate::tree::current::Records,
     with_jobs: bool,
-) -> anyhow::Result<(Current, Option<crate::render::memo::Table>)> {
+) -> anyhow::Result<(Current, Option<crate::render::memo::Previous>)> {
     let dir = layout::cluster_dir(name);
     let read = || Current::read_below(context.out, &dir, records, &|_| false);
     match context.memos {

@@ -280,7 +280,6 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     let mut graph = graph(&cluster.spec);
     tenant::extend_graph(&mut graph, &cluster.spec, &units);
     server::extend_graph(&mut graph, &units);
-    let depths = graph.depths();
     let values = serde_json::to_value(shared_values(cluster)).unwrap_or(Json::Null);
     let engine_namespace = match cluster.spec.gitops.engine {
         GitopsEngine::Flux => FLUX_NAMESPACE,
@@ -289,7 +288,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     let pull = pull_secret(context, cluster);
     // NB: the shared values are digested only for the memo (one serialization per cluster).
     let base_digest = if context.memo.is_some() { super::memo::values_digest(&values) } else { [0; 32] };
-    let frame = Frame { cluster, graph: &graph, depths: &depths, pull: pull.as_ref(), engine_namespace, base_digest };
+    let frame = Frame { cluster, graph: &graph, pull: pull.as_ref(), engine_namespace, base_digest };
     let base = minijinja::Value::from(minijinja::value::Serde(&values));
     // NB: the cluster's own components (whose values list every server) beside the units'.
     let (own, units) = rayon::join(
@@ -370,7 +369,7 @@ fn cluster_components(context: &mut Context<'_>, frame: &Frame<'_>, spec: &Spec,
         }
         components.push(Component {
             depends_on: frame.graph.dependencies(&id).to_vec(),
-            depth: frame.depths.get(&id).copied().unwrap_or(0),
+            depth: frame.graph.depth(&id),
             timeout: (definition.timeout)(&cluster.spec),
             id,
             objects: Vec::new(),

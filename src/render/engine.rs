@@ -18,7 +18,6 @@ use crate::spec::yaml::Origin;
 use crate::spec::{Diagnostic, Object};
 use rayon::prelude::*;
 use serde_json::{Value as Json, json};
-use std::collections::HashMap;
 use std::sync::Arc;
 use zeroize::Zeroizing;
 
@@ -29,7 +28,6 @@ pub(crate) struct Frame<'a> {
     /// The whole component graph.
     pub(crate) graph: &'a Graph,
     /// Depth of every component.
-    pub(crate) depths: &'a HashMap<String, usize>,
     /// The pull Secret, when the registry has credentials.
     pub(crate) pull: Option<&'a PlainSecret>,
     /// `flux-system` or `argocd`.
@@ -277,7 +275,7 @@ fn namespaced_shell(frame: &Frame<'_>, id: String, mut secrets: Vec<PlainSecret>
     }
     Component {
         depends_on: frame.graph.dependencies(&id).to_vec(),
-        depth: frame.depths.get(&id).copied().unwrap_or(0),
+        depth: frame.graph.depth(&id),
         timeout: timeout.to_owned(),
         id,
         objects: Vec::new(),

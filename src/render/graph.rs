@@ -12,7 +12,16 @@ pub struct Graph {
     order: Vec<String>,
     // NB: hashed, not ordered (`order` is the order): a large platform has tens of thousands
     // of ids that share long prefixes, and every one is looked up several times.
-    depends_on: HashMap<String, Vec<String>>,
+    nodes: HashMap<String, Node>,
+}
+
+/// One component of a [`Graph`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Node {
+    /// Its direct dependencies, sorted.
+    depends_on: Vec<String>,
+    /// 0 without dependencies, else 1 + the deepest dependency's.
+    depth: usize,
 }
 
 /// One member of a group for [`Graph::add_group`].
@@ -45,19 +54,21 @@ impl Graph {
     ///
     /// A dependency that is not in the graph yet, or a component added twice.
     pub fn add(&mut self, id: &str, depends_on: Vec<String>) -> Result<(), UnknownDependency> {
-        if self.depends_on.contains_key(id) {
+        if self.nodes.contains_key(id) {
             return Err(UnknownDependency { component: id.to_owned(), dependency: id.to_owned() });
         }
+        let mut depth = 0;
         for dependency in &depends_on {
-            if !self.depends_on.contains_key(dependency) {
+            let Some(node) = self.nodes.get(dependency) else {
                 return Err(UnknownDependency { component: id.to_owned(), dependency: dependency.clone() });
-            }
+            };
+            depth = depth.max(node.depth + 1);
         }
         let mut depends_on = depends_on;
         depends_on.sort();
         depends_on.dedup();
         self.order.push(id.to_owned());
-        self.depends_on.insert(id.to_owned(), depends_on);
+        self.nodes.insert(id.to_owned(), Node { depends_on, depth });
         Ok(())
     }
 
@@ -94,24 +105,20 @@ impl Graph {
     /// Whether `id` is in the graph.
     #[must_use]
     pub fn contains(&self, id: &str) -> bool {
-        self.depends_on.contains_key(id)
+        self.nodes.contains_key(id)
     }
 
     /// Direct dependencies of `id`.
     #[must_use]
     pub fn dependencies(&self, id: &str) -> &[String] {
-        self.depends_on.get(id).map_or(&[], Vec::as_slice)
+        self.nodes.get(id).map_or(&[], |node| node.depends_on.as_slice())
     }
 
-    /// Depth of every component: 0 without dependencies, else 1 + the deepest dependency.
+    /// Depth of `id`: 0 without dependencies (or not in the graph), else 1 + the deepest
+    /// dependency's.
     #[must_use]
-    pub fn depths(&self) -> HashMap<String, usize> {
-        let mut depths = HashMap::with_capacity(self.order.len());
-        for id in &self.order {
-            let depth = self.dependencies(id).iter().filter_map(|d| depths.get(d).copied()).map(|d: usize| d + 1).max().unwrap_or(0);
-            depths.insert(id.clone(), depth);
-        }
-        depths
+    pub fn depth(&self, id: &str) -> usize {
+        self.nodes.get(id).map_or(0, |node| node.depth)
     }
 
     /// Whether the graph has a cycle. Always false for a graph built with [`Graph::add`]; kept
@@ -119,13 +126,13 @@ impl Graph {
     #[must_use]
     pub fn has_cycle(&self) -> bool {
         // Kahn's algorithm over the edges, independent of insertion order.
-        let mut remaining: BTreeMap<&str, usize> = self.depends_on.iter().map(|(k, v)| (k.as_str(), v.len())).collect();
+        let mut remaining: BTreeMap<&str, usize> = self.nodes.iter().map(|(k, v)| (k.as_str(), v.depends_on.len())).collect();
         let mut ready: Vec<&str> = remaining.iter().filter(|(_, n)| **n == 0).map(|(k, _)| *k).collect();
         let mut done = 0;
         while let Some(id) = ready.pop() {
             done += 1;
-            for (other, deps) in &self.depends_on {
-                if deps.iter().any(|d| d == id)
+            for (other, node) in &self.nodes {
+                if node.depends_on.iter().any(|d| d == id)
                     && let Some(count) = remaining.get_mut(other.as_str())
                 {
                     *count -= 1;
@@ -135,7 +142,7 @@ impl Graph {
                 }
             }
         }
-        done != self.depends_on.len()
+        done != self.nodes.len()
     }
 
     /// The graph as a mermaid `graph TD`.
@@ -186,7 +193,7 @@ mod tests {
         assert!(graph.add("a", vec![]).is_err());
         graph.add("b", vec!["a".into()]).unwrap();
         assert!(!graph.has_cycle());
-        assert_eq!(graph.depths()["b"], 1);
+        assert_eq!((graph.depth("a"), graph.depth("b")), (0, 1));
     }
 
     #[test]
@@ -195,7 +202,7 @@ mod tests {
         graph.add("a", vec![]).unwrap();
         graph.add("b", vec!["a".into()]).unwrap();
         // NB: only possible by editing the map directly, which is what this check guards.
-        graph.depends_on.insert("a".into(), vec!["b".into()]);
+        graph.nodes.insert("a".into(), Node { depends_on: vec!["b".into()], depth: 0 });
         assert!(graph.has_cycle());
     }
 }

@@ -79,6 +79,16 @@ impl From<Object> for Row {
 /// Every job's entry, by job key.
 pub type Table = BTreeMap<String, Entry>;
 
+/// The last run's entries as a [`Memo`] looks them up: by job key, each given back at most once
+/// (read straight into this form: a large cluster has tens of thousands).
+pub type Previous = HashMap<String, Mutex<Option<Entry>>>;
+
+/// `table` as a [`Memo`] looks it up.
+#[must_use]
+pub fn previous(table: Table) -> Previous {
+    table.into_iter().map(|(job, entry)| (job, Mutex::new(Some(entry)))).collect()
+}
+
 /// What the files of the last render hold now, by path relative to the output root: the
 /// content id of each file still there. The output directory answers from its file records
 /// without reading what did not change since; a Git tree answers from its entries.
@@ -106,7 +116,7 @@ pub struct Memo<'a> {
     stamper: Stamper,
     /// The last run's entries; one given back is taken out (each job is looked up once), so
     /// that it moves into this run's table instead of being copied.
-    previous: HashMap<String, Mutex<Option<Entry>>>,
+    previous: Previous,
     tree: &'a dyn Contents,
 }
 
@@ -121,12 +131,8 @@ impl<'a> Memo<'a> {
     /// with the entries `previous` recorded by the last run and `tree`, what the output now
     /// holds by relative path.
     #[must_use]
-    pub fn new(key: Zeroizing<[u8; 32]>, build: String, previous: Table, tree: &'a dyn Contents) -> Memo<'a> {
-        Memo {
-            stamper: Stamper { key, build },
-            previous: previous.into_iter().map(|(job, entry)| (job, Mutex::new(Some(entry)))).collect(),
-            tree,
-        }
+    pub fn new(key: Zeroizing<[u8; 32]>, build: String, previous: Previous, tree: &'a dyn Contents) -> Memo<'a> {
+        Memo { stamper: Stamper { key, build }, previous, tree }
     }
 
     /// The objects job `job` produced last time, kept (not read back), when its stamp still
@@ -267,7 +273,7 @@ mod tests {
     fn a_stamp_holds_only_for_the_same_inputs_bytes_build_and_key() {
         let empty: BTreeMap<String, Vec<u8>> = BTreeMap::new();
         let inputs = inputs_digest(&[b"t.yaml"], &json!({"a": 1}));
-        let recorder = Memo::new(Zeroizing::new([1; 32]), "b1".into(), Table::new(), &empty);
+        let recorder = Memo::new(Zeroizing::new([1; 32]), "b1".into(), previous(Table::new()), &empty);
         let resources = [resource("one", "kind: ConfigMap\n"), resource("two", "kind: ConfigMap\nx: 1\n")];
         let entry = recorder.record("lab/c", &inputs, "clusters/lab/components/c", &resources);
         let mut tree = BTreeMap::new();
@@ -275,7 +281,7 @@ mod tests {
             tree.insert(format!("{}/{}", entry.dir, object.file), resource.text.clone().into_bytes());
         }
         let table: Table = [("lab/c".to_owned(), entry.clone())].into_iter().collect();
-        let memo = Memo::new(Zeroizing::new([1; 32]), "b1".into(), table.clone(), &tree);
+        let memo = Memo::new(Zeroizing::new([1; 32]), "b1".into(), previous(table.clone()), &tree);
         let (found, again) = memo.lookup("lab/c", &inputs).expect("a hit");
         let kept: Vec<(ObjectId, Option<ContentId>)> = found.into_iter().map(|r| (r.id, r.kept)).collect();
         let expected: Vec<(ObjectId, Option<ContentId>)> =
@@ -284,21 +290,30 @@ mod tests {
         assert_eq!(again, entry);
 
         assert!(memo.lookup("lab/c", &inputs).is_none(), "an entry is given back once");
-        let fresh = || Memo::new(Zeroizing::new([1; 32]), "b1".into(), table.clone(), &tree);
+        let fresh = || Memo::new(Zeroizing::new([1; 32]), "b1".into(), previous(table.clone()), &tree);
         assert!(fresh().lookup("lab/c", &inputs_digest(&[b"t.yaml"], &json!({"a": 2}))).is_none(), "other values");
         assert!(fresh().lookup("lab/d", &inputs).is_none(), "another job");
         assert!(fresh().lookup("lab/c", &inputs).is_some(), "the same inputs, again");
-        assert!(Memo::new(Zeroizing::new([1; 32]), "b2".into(), table.clone(), &tree).lookup("lab/c", &inputs).is_none(), "another build");
-        assert!(Memo::new(Zeroizing::new([2; 32]), "b1".into(), table.clone(), &tree).lookup("lab/c", &inputs).is_none(), "another key");
+        assert!(
+            Memo::new(Zeroizing::new([1; 32]), "b2".into(), previous(table.clone()), &tree).lookup("lab/c", &inputs).is_none(),
+            "another build"
+        );
+        assert!(
+            Memo::new(Zeroizing::new([2; 32]), "b1".into(), previous(table.clone()), &tree).lookup("lab/c", &inputs).is_none(),
+            "another key"
+        );
         let mut edited = tree.clone();
         edited.insert(format!("{}/{}", entry.dir, entry.objects[1].file), b"kind: ConfigMap\nx: 2\n".to_vec());
         assert!(
-            Memo::new(Zeroizing::new([1; 32]), "b1".into(), table.clone(), &edited).lookup("lab/c", &inputs).is_none(),
+            Memo::new(Zeroizing::new([1; 32]), "b1".into(), previous(table.clone()), &edited).lookup("lab/c", &inputs).is_none(),
             "an edited file"
         );
         let mut deleted = tree.clone();
         deleted.remove(&format!("{}/{}", entry.dir, entry.objects[0].file));
-        assert!(Memo::new(Zeroizing::new([1; 32]), "b1".into(), table, &deleted).lookup("lab/c", &inputs).is_none(), "a deleted file");
+        assert!(
+            Memo::new(Zeroizing::new([1; 32]), "b1".into(), previous(table), &deleted).lookup("lab/c", &inputs).is_none(),
+            "a deleted file"
+        );
     }
 
     #[test]

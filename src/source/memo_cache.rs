@@ -10,7 +10,7 @@
 //! shows in a diff. It holds stamps, object identities and paths: no value. A missing,
 //! unreadable or foreign memo is an empty one.
 
-use crate::render::memo::Table;
+use crate::render::memo::{Previous, Table};
 use crate::render::stamp::ClusterStamp;
 use crate::tree::current::Records;
 use sha2::{Digest, Sha256};
@@ -31,7 +31,7 @@ pub(crate) fn path(out: &Path) -> Option<PathBuf> {
 }
 
 /// The memo's entries of `cluster`, or none.
-pub(crate) fn load_jobs(dir: &Path, cluster: &str) -> Table {
+pub(crate) fn load_jobs(dir: &Path, cluster: &str) -> Previous {
     std::fs::read(dir.join(format!("{cluster}.json"))).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
 }
 

@@ -302,7 +302,7 @@ mod tests {
     /// the sealed files kept (not read) and the memo entries to save.
     fn sealed_with_memo(spec: &str, table: Table, files: &Files) -> (Files, crate::tree::Kept, Table) {
         let mut tree = laid_out(spec);
-        let memo = Memo::new(zeroize::Zeroizing::new([3; 32]), "build".into(), table, files);
+        let memo = Memo::new(zeroize::Zeroizing::new([3; 32]), "build".into(), crate::render::memo::previous(table), files);
         tree.keep_sealed(&memo);
         let previous = |path: &str| crate::manifest::read_object(files.get(path)?);
         tree.seal(&previous, &mut StdRng::seed_from_u64(1)).expect("seals");
@@ -347,10 +347,10 @@ mod tests {
 
         // Another memo key (another master key) or build trusts nothing.
         let mut tree = laid_out(SPEC);
-        let memo = Memo::new(zeroize::Zeroizing::new([4; 32]), "build".into(), table.clone(), &first);
+        let memo = Memo::new(zeroize::Zeroizing::new([4; 32]), "build".into(), crate::render::memo::previous(table.clone()), &first);
         assert_eq!(tree.keep_sealed(&memo), 0);
         let mut tree = laid_out(SPEC);
-        let memo = Memo::new(zeroize::Zeroizing::new([3; 32]), "another build".into(), table, &first);
+        let memo = Memo::new(zeroize::Zeroizing::new([3; 32]), "another build".into(), crate::render::memo::previous(table), &first);
         assert_eq!(tree.keep_sealed(&memo), 0);
     }
 

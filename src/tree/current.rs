@@ -76,21 +76,44 @@ impl Records {
     }
 
     fn try_parse(text: &str) -> Option<Records> {
-        let mut lines = text.lines();
-        let saved = lines.next()?.strip_prefix(HEADER)?.trim().parse().ok()?;
-        // NB: collected, not inserted one by one: the lines are in order, and a map built from
-        // sorted pairs costs no search per path.
-        let files = lines
-            .map(|line| {
-                let mut fields = line.splitn(5, ' ');
-                let content = ContentId::from_hex(fields.next()?)?;
-                let mut number = || fields.next()?.parse::<u64>().ok();
-                let stat = Stat { size: number()?, mtime: number()?, ino: number()? };
-                Some((fields.next()?.to_owned(), Record { stat, content }))
-            })
-            .collect::<Option<BTreeMap<_, _>>>()?;
-        Some(Records { saved, files })
+        let (header, rest) = text.split_once('\n').unwrap_or((text, ""));
+        let saved = header.strip_prefix(HEADER)?.trim().parse().ok()?;
+        // NB: parsed in pieces in parallel, then collected, not inserted one by one: the lines
+        // are in order, and a map built from sorted pairs costs no search per path.
+        let pieces: Vec<Option<Vec<(String, Record)>>> =
+            line_pieces(rest, 1 << 18).into_par_iter().map(|piece| piece.lines().map(parse_record).collect()).collect();
+        let mut files = Vec::new();
+        for piece in pieces {
+            files.extend(piece?);
+        }
+        Some(Records { saved, files: files.into_iter().collect() })
     }
+}
+
+/// One record's line, `<content id> <size> <mtime> <inode> <path>`.
+fn parse_record(line: &str) -> Option<(String, Record)> {
+    let mut fields = line.splitn(5, ' ');
+    let content = ContentId::from_hex(fields.next()?)?;
+    let mut number = || fields.next()?.parse::<u64>().ok();
+    let stat = Stat { size: number()?, mtime: number()?, ino: number()? };
+    Some((fields.next()?.to_owned(), Record { stat, content }))
+}
+
+/// `text` cut into pieces of whole lines, each of about `size` bytes or less.
+fn line_pieces(text: &str, size: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while rest.len() > size {
+        // NB: a newline is one byte, so cutting after it is a character boundary.
+        let cut = rest.as_bytes()[size..].iter().position(|&b| b == b'\n').map_or(rest.len(), |at| size + at + 1);
+        let (piece, after) = rest.split_at(cut);
+        pieces.push(piece);
+        rest = after;
+    }
+    if !rest.is_empty() {
+        pieces.push(rest);
+    }
+    pieces
 }
 
 /// The files now in the output directory: every path with its stat and content id, and the
@@ -127,16 +150,25 @@ impl Current {
         Current::identify(out, write::list_below(out, below, skip)?, records)
     }
 
+    /// Identifies the files `listed` (in path order: a file out of order is read).
     fn identify(out: &Path, listed: Vec<(String, Stat)>, records: &Records) -> anyhow::Result<Current> {
-        let trusted = |path: &str, stat: &Stat| {
-            records.files.get(path).filter(|r| r.stat == *stat && r.stat.mtime.saturating_add(RACY) <= records.saved).map(|r| r.content)
-        };
+        // NB: matched with the records in one ordered pass (a search per path of a large tree
+        // costs more than the rest of this).
+        let listed_paths = listed.iter().map(|(path, stat)| (path.as_str(), stat));
+        let matched = merge_by_path(listed_paths, records.files.iter().map(|(path, record)| (path.as_str(), record)));
+        let trusted: Vec<Option<ContentId>> = matched
+            .filter_map(|(_, (stat, record))| {
+                let trusted = record.filter(|r| Some(&r.stat) == stat && r.stat.mtime.saturating_add(RACY) <= records.saved);
+                stat.map(|_| trusted.map(|r| r.content))
+            })
+            .collect();
         // Per file: its path, stat and content id, and its bytes when it had to be read.
         type Identified = (String, Stat, ContentId, Option<Vec<u8>>);
         let identified: Vec<anyhow::Result<Identified>> = listed
             .into_par_iter()
-            .map(|(path, stat)| {
-                if let Some(content) = trusted(&path, &stat) {
+            .zip(trusted)
+            .map(|((path, stat), trusted)| {
+                if let Some(content) = trusted {
                     return Ok((path, stat, content, None));
                 }
                 let file = out.join(&path);
@@ -390,6 +422,17 @@ mod tests {
         let damaged = records.to_text().replacen(" 2 ", " x ", 1);
         assert_eq!(Records::parse(&damaged), Records::default());
         assert_eq!(Records::parse("{}"), Records::default());
+    }
+
+    #[test]
+    fn records_are_cut_into_pieces_of_whole_lines() {
+        let text = "aé b\nccc ü\n\nd\ne";
+        for size in 0..text.len() + 2 {
+            let pieces = line_pieces(text, size);
+            assert_eq!(pieces.concat(), text, "size {size}");
+            assert!(pieces[..pieces.len() - 1].iter().all(|p| p.ends_with('\n')), "size {size}: {pieces:?}");
+        }
+        assert!(line_pieces("", 4).is_empty());
     }
 
     #[test]

@@ -186,7 +186,7 @@ pub fn list_below(out: &Path, below: &str, skip: &(dyn Fn(&str) -> bool + Sync))
     }
     let mut files = found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     files.retain(|(relative, _)| relative != MARKER);
-    files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    files.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(files)
 }
 

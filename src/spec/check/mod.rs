@@ -18,6 +18,7 @@ use super::load::{Object, Spec};
 use super::model::{ClusterSpec, SecretSource, TenantSpec, TenantType};
 use super::schema::Kind;
 use crate::spec::diagnostic::Rule;
+use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Longest tenant namespace: `<ns>-pg-rw` and `<ns>-ts-rw` must stay Service names (63).
@@ -70,10 +71,17 @@ fn check_part(
     }
     namespaces::check_namespaces(spec, &clusters, files, out);
     super::prerequisites::check(spec, &clusters, &tenants, out);
-    let mut hosts: BTreeMap<String, String> = BTreeMap::new();
     let servers = server::Servers { tenants: &tenants, known_tenants, clusters: &clusters, files };
-    for server in &spec.servers {
-        servers.check_server(server, &mut hosts, out);
+    // NB: each server is checked on its own in parallel (a platform has thousands); then, in
+    // order, whether its host is another's.
+    let checked: Vec<_> = spec.servers.par_iter().map(|s| servers.check_alone(s)).collect();
+    let mut hosts: BTreeMap<String, String> = BTreeMap::new();
+    for (server, (before, host, after)) in spec.servers.iter().zip(checked) {
+        out.extend(before);
+        if let Some(host) = host {
+            server::claim_host(server, host, &mut hosts, out);
+        }
+        out.extend(after);
     }
     for object in &spec.clusters {
         metadata_namespace(object, out);

@@ -17,12 +17,15 @@ pub(super) struct Servers<'a> {
 }
 
 impl Servers<'_> {
-    /// Checks `server`; `hosts` holds the host of each server checked before, and takes its.
-    pub(super) fn check_server(&self, server: &Object<ServerSpec>, hosts: &mut BTreeMap<String, String>, out: &mut Vec<Diagnostic>) {
+    /// Checks `server` on its own: the problems found before its host is checked, its host
+    /// (given, or `<server>.<tenant>.<domain>`; `None` without a known tenant) for
+    /// [`claim_host`], and the problems found after.
+    pub(super) fn check_alone(&self, server: &Object<ServerSpec>) -> (Vec<Diagnostic>, Option<String>, Vec<Diagnostic>) {
+        let (mut before, mut after) = (Vec::new(), Vec::new());
         let spec = &server.spec;
         let name = server.name();
         if name.len() > MAX_SERVER || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
-            out.push(server.error_at(
+            before.push(server.error_at(
                 "metadata.name",
                 format!("a server name must start with a letter and have at most {MAX_SERVER} characters, because `{name}-robot-worker` names a Deployment and its Service"),
             ));
@@ -30,35 +33,29 @@ impl Servers<'_> {
         let Some(tenant) = self.tenants.get(spec.tenant.as_str()) else {
             if !self.known_tenants.contains(&spec.tenant) {
                 let path = "spec.tenant";
-                out.push(dangling(server.locate(path), path, "TFRTenant", &spec.tenant, self.known_tenants.iter().map(String::as_str)));
+                before.push(dangling(server.locate(path), path, "TFRTenant", &spec.tenant, self.known_tenants.iter().map(String::as_str)));
             }
-            return;
+            return (before, None, after);
         };
-        self.host(server, tenant, hosts, out);
-        jobs(server, tenant, out);
-        environment(server, &tenant.spec, out);
-        super::confz::check_confz(server, self.files, out);
-        let sources: Vec<(String, &SecretSource)> = spec.secret_data.iter().map(|(k, v)| (format!("spec.secretData.{k}"), v)).collect();
-        secret_warnings(server, &sources, out);
-    }
-
-    /// The server's host (given, or `<server>.<tenant>.<domain>`) is no other server's.
-    fn host(
-        &self,
-        server: &Object<ServerSpec>,
-        tenant: &Object<TenantSpec>,
-        hosts: &mut BTreeMap<String, String>,
-        out: &mut Vec<Diagnostic>,
-    ) {
         let domain = self.clusters.get(tenant.spec.cluster.as_str()).map(|c| c.spec.ingress.domain.as_str()).unwrap_or_default();
-        let name = server.name();
         let host = if server.spec.host.is_empty() { format!("{name}.{}.{domain}", tenant.name()) } else { server.spec.host.clone() };
-        if let Some(first) = hosts.get(&host) {
-            let within = if server.cluster.is_empty() { String::new() } else { format!(" in cluster `{}`", server.cluster) };
-            out.push(server.error_at("spec.host", format!("host `{host}` is already used by TFRServer `{first}`{within}")));
-        } else {
-            hosts.insert(host, name.to_owned());
-        }
+        jobs(server, tenant, &mut after);
+        environment(server, &tenant.spec, &mut after);
+        super::confz::check_confz(server, self.files, &mut after);
+        let sources: Vec<(String, &SecretSource)> = spec.secret_data.iter().map(|(k, v)| (format!("spec.secretData.{k}"), v)).collect();
+        secret_warnings(server, &sources, &mut after);
+        (before, Some(host), after)
+    }
+}
+
+/// `host`, the host of `server`, is no other server's: `hosts` holds the host of each server
+/// checked before, and takes this one's.
+pub(super) fn claim_host(server: &Object<ServerSpec>, host: String, hosts: &mut BTreeMap<String, String>, out: &mut Vec<Diagnostic>) {
+    if let Some(first) = hosts.get(&host) {
+        let within = if server.cluster.is_empty() { String::new() } else { format!(" in cluster `{}`", server.cluster) };
+        out.push(server.error_at("spec.host", format!("host `{host}` is already used by TFRServer `{first}`{within}")));
+    } else {
+        hosts.insert(host, server.name().to_owned());
     }
 }
 
