@@ -91,7 +91,8 @@ fn audit_finds_a_literal_credential_of_confz_data() {
     use common::OUTSIDE_REDIS_PASSWORD;
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
-    git(dir.path(), &["init", "-q", "-b", "main", repo.to_str().unwrap()]);
+    // NB: a default branch other than `main`: the audit searches it without `--ref`.
+    git(dir.path(), &["init", "-q", "-b", "trunk", repo.to_str().unwrap()]);
     // `render-servers` gives its server `everything` an outside Redis whose literal password
     // `confzData` sets (named in `confzCredentialOverrides`): sealed, the history is clean.
     let committed = tfrs(&["commit", "fixtures/render-servers", "--repo", repo.to_str().unwrap()]);
@@ -99,7 +100,7 @@ fn audit_finds_a_literal_credential_of_confz_data() {
     let clean = tfrs(&["audit", "fixtures/render-servers", "--repo", repo.to_str().unwrap()]);
     assert_eq!(clean.status.code(), Some(0), "{}", report(&clean));
     // A commit that holds the literal, in plain text, is reported by its logical path.
-    git(&repo, &["checkout", "-q", "-f", "main"]);
+    git(&repo, &["checkout", "-q", "-f", "trunk"]);
     std::fs::write(repo.join("config.toml"), format!("[redis]\npassword = \"{OUTSIDE_REDIS_PASSWORD}\"\n")).unwrap();
     git(&repo, &["add", "config.toml"]);
     git(&repo, &["commit", "-q", "-m", "debug config"]);
@@ -107,7 +108,7 @@ fn audit_finds_a_literal_credential_of_confz_data() {
     assert_eq!(found.status.code(), Some(1), "{}", report(&found));
     let stdout = String::from_utf8_lossy(&found.stdout);
     assert!(stdout.contains("`config.toml`: `cluster/robots/server/everything/confzData/redis.password` (raw)"), "{stdout}");
-    assert!(stdout.contains("1 leak in 2 commits"), "{stdout}");
+    assert!(stdout.contains("1 leak in 2 commits of `trunk`"), "{stdout}");
     assert!(!report(&found).contains(OUTSIDE_REDIS_PASSWORD), "the audit never prints a value");
 }
 

@@ -322,6 +322,17 @@ fn two_environments_that_disagree_on_one_field() {
 }
 
 #[test]
+fn two_documents_of_one_environment_that_disagree() {
+    let again =
+        "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: { name: acme }\nspec:\n  postgresql: { instances: 4 }\n";
+    refused(
+        "environments/prod.yaml",
+        |text| format!("{text}{again}"),
+        "fleet/environments/prod.yaml:25:28: spec.postgresql.instances: TFRTenant `acme` in cluster `prod`: two documents of environment `prod` (the other at fleet/environments/prod.yaml:6:28) both set `spec.postgresql.instances`, differently",
+    );
+}
+
+#[test]
 fn placement_mistakes_name_their_place() {
     refused(
         "tenants.yaml",

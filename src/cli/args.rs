@@ -351,9 +351,10 @@ pub struct AuditArgs {
     /// The repository: a local path or a URL.
     #[arg(long, value_name = "PATH|URL")]
     pub repo: String,
-    /// The ref whose history is searched.
-    #[arg(long = "ref", default_value = "main", value_name = "REF")]
-    pub reference: String,
+    /// The ref whose history is searched [default: the repository's default branch, as for
+    /// `commit`].
+    #[arg(long = "ref", value_name = "REF")]
+    pub reference: Option<String>,
     /// File holding the master key (else `TFRS_MASTER_KEY`).
     #[arg(long, value_name = "FILE")]
     pub master_key_file: Option<PathBuf>,

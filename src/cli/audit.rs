@@ -30,19 +30,24 @@ pub fn run(args: &AuditArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
     let needles = needles(args, &spec, &bundle)?;
     let scanner = Scanner::new(&needles);
     let (repo, is_url) = crate::git::open(&args.repo)?;
+    // NB: like `commit`, `diff` and `log`: the repository's default branch unless one is named.
+    let reference = match &args.reference {
+        Some(reference) => reference.clone(),
+        None => crate::git::default_branch(&repo, is_url)?,
+    };
     let tip = if is_url {
-        remote::fetch(&repo, "origin", &args.reference)?.with_context(|| format!("`{}` has no branch `{}`", args.repo, args.reference))?
+        remote::fetch(&repo, "origin", &reference)?.with_context(|| format!("`{}` has no branch `{reference}`", args.repo))?
     } else {
-        repo.revparse_single(&args.reference)
+        repo.revparse_single(&reference)
             .and_then(|object| object.peel_to_commit())
-            .map_err(|source| crate::git::Error::Resolve { name: args.reference.clone(), source })?
+            .map_err(|source| crate::git::Error::Resolve { name: reference.clone(), source })?
             .id()
     };
     let (commits, leaks) = scan_history(&repo, tip, &scanner)?;
     let status = if leaks.is_empty() { Status::Success } else { Status::Failure };
     if args.format != Format::Text {
         let root = if is_url { None } else { repo.workdir() };
-        print_machine(args, root, (commits, scanner.len()), &leaks, stdout)?;
+        print_machine(args, (&reference, root), (commits, scanner.len()), &leaks, stdout)?;
         return Ok(status);
     }
     if !leaks.is_empty() {
@@ -54,14 +59,13 @@ pub fn run(args: &AuditArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
             }
         }
         let count = leaks.len();
-        writeln!(stdout, "{count} leak{} in {commits} commits of `{}`", if count == 1 { "" } else { "s" }, args.reference)?;
+        writeln!(stdout, "{count} leak{} in {commits} commits of `{reference}`", if count == 1 { "" } else { "s" })?;
         return Ok(status);
     }
     writeln!(
         stdout,
-        "clean: {} secrets searched in {commits} commits of `{}` (raw, base64, percent- and JSON-escaped)",
+        "clean: {} secrets searched in {commits} commits of `{reference}` (raw, base64, percent- and JSON-escaped)",
         scanner.len(),
-        args.reference
     )?;
     Ok(status)
 }
@@ -84,7 +88,7 @@ const LEAK_RULE: RuleInfo =
 /// Leaks name paths of the audited repository, so `root` is its work tree when it has one.
 fn print_machine(
     args: &AuditArgs,
-    root: Option<&Path>,
+    (reference, root): (&str, Option<&Path>),
     scanned: (usize, usize),
     leaks: &[Leak],
     stdout: &mut dyn Write,
@@ -114,7 +118,7 @@ fn print_machine(
             let mut summary = serde_json::Map::new();
             summary.insert("command".into(), json!("audit"));
             summary.insert("result".into(), json!(if leaks.is_empty() { "clean" } else { "leaks" }));
-            summary.insert("ref".into(), json!(args.reference));
+            summary.insert("ref".into(), json!(reference));
             summary.insert("commits".into(), json!(commits));
             summary.insert("secretsSearched".into(), json!(searched));
             writeln!(stdout, "{}", serde_json::to_string_pretty(&report::json(summary, &findings))?)?;
@@ -125,7 +129,7 @@ fn print_machine(
         }
         Format::Github | Format::Text => {
             stdout.write_all(report::github(&findings).as_bytes())?;
-            writeln!(stdout, "{} leaks in {commits} commits of `{}` ({searched} secrets searched)", leaks.len(), args.reference)?;
+            writeln!(stdout, "{} leaks in {commits} commits of `{reference}` ({searched} secrets searched)", leaks.len())?;
         }
     }
     Ok(())

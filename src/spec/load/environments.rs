@@ -214,21 +214,20 @@ fn conflicts(layers: &[Layer], label: &str, files: &dyn FileTable, out: &mut Vec
             });
             if let Some((other, first, by)) = clash {
                 let at = first.origin;
-                out.push(
-                    Diagnostic::error(
-                        Rule::Consistency,
-                        node.origin,
-                        &path,
-                        format!(
-                            "{label}: {} and {by} (at {}:{}:{}) both set `{other}`, differently",
-                            layer.label,
-                            files.name(at.file),
-                            at.line,
-                            at.column
-                        ),
+                let at = format!("{}:{}:{}", files.name(at.file), at.line, at.column);
+                // NB: two documents of one environment for the same object are a clash too.
+                let (who, help) = if *by == layer.label {
+                    (format!("two documents of {by} (the other at {at})"), "merge the environment's documents for this object into one")
+                } else {
+                    (
+                        format!("{} and {by} (at {at})", layer.label),
+                        "environments have no order: set the field in one of them only, or to the same value",
                     )
-                    .with_help("environments have no order: set the field in one of them only, or to the same value")
-                    .sensitive(),
+                };
+                out.push(
+                    Diagnostic::error(Rule::Consistency, node.origin, &path, format!("{label}: {who} both set `{other}`, differently"))
+                        .with_help(help)
+                        .sensitive(),
                 );
             }
             set.push((path, node, &layer.label));
