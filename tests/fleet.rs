@@ -291,6 +291,17 @@ fn a_host_taken_twice_in_one_cluster_names_the_cluster() {
 }
 
 #[test]
+fn a_host_an_environment_sets_is_blamed_where_it_is_set() {
+    // helpdesk (first) takes sales-bot's default host in prod: the error is at the line that
+    // set it, not at sales-bot, which sets no host.
+    refused(
+        "environments/prod.yaml",
+        |text| text.replace("  apiWorker: { replicas: 3 }\n", "  apiWorker: { replicas: 3 }\n  host: sales-bot.globex.tfrs.example.com\n"),
+        "fleet/environments/prod.yaml:20:9: spec.host: host `sales-bot.globex.tfrs.example.com` is the default host of TFRServer `sales-bot` in cluster `prod`",
+    );
+}
+
+#[test]
 fn an_environment_that_names_a_missing_object() {
     refused(
         "environments/prod.yaml",

@@ -75,7 +75,7 @@ fn check_part(
     // NB: each server is checked on its own in parallel (a platform has thousands); then, in
     // order, whether its host is another's.
     let checked: Vec<_> = spec.servers.par_iter().map(|s| servers.check_alone(s)).collect();
-    let mut hosts: BTreeMap<String, String> = BTreeMap::new();
+    let mut hosts = BTreeMap::new();
     for (server, (before, host, after)) in spec.servers.iter().zip(checked) {
         out.extend(before);
         if let Some(host) = host {

@@ -48,15 +48,27 @@ impl Servers<'_> {
     }
 }
 
-/// `host`, the host of `server`, is no other server's: `hosts` holds the host of each server
-/// checked before, and takes this one's.
-pub(super) fn claim_host(server: &Object<ServerSpec>, host: String, hosts: &mut BTreeMap<String, String>, out: &mut Vec<Diagnostic>) {
-    if let Some(first) = hosts.get(&host) {
-        let within = if server.cluster.is_empty() { String::new() } else { format!(" in cluster `{}`", server.cluster) };
-        out.push(server.error_at("spec.host", format!("host `{host}` is already used by TFRServer `{first}`{within}")));
+/// `host`, the host of `server`, is no other server's: `hosts` holds the server of each host
+/// claimed before, and takes this one's. A clash is reported where a host was written: at the
+/// server that sets `spec.host` (in its spec or an environment), not at one whose host is its
+/// default (`<server>.<tenant>.<domain>`).
+pub(super) fn claim_host<'a>(
+    server: &'a Object<ServerSpec>,
+    host: String,
+    hosts: &mut BTreeMap<String, &'a Object<ServerSpec>>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let Some(first) = hosts.get(&host).copied() else {
+        hosts.insert(host, server);
+        return;
+    };
+    let within = if server.cluster.is_empty() { String::new() } else { format!(" in cluster `{}`", server.cluster) };
+    let message = if server.spec.host.is_empty() && !first.spec.host.is_empty() {
+        (first, format!("host `{host}` is the default host of TFRServer `{}`{within}", server.name()))
     } else {
-        hosts.insert(host, server.name().to_owned());
-    }
+        (server, format!("host `{host}` is already used by TFRServer `{}`{within}", first.name()))
+    };
+    out.push(message.0.error_at("spec.host", message.1));
 }
 
 /// A job asked for whose component the tenant has off is not rendered: a warning.
