@@ -58,6 +58,9 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         save_memo(memos, &spec, &jobs);
     }
     let remote = push.map(|p| p.remote).unwrap_or_default();
+    // NB: the process ends next; freeing the specs one object at a time is not worth its time
+    // (the tree, which holds plaintext Secrets, is dropped and zeroized as usual).
+    std::mem::forget((spec, bundle));
     print_outcome(stdout, outcome, &branch, &remote, &note, args.quiet)
 }
 
