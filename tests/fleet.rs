@@ -344,6 +344,21 @@ fn two_documents_of_one_environment_that_disagree() {
 }
 
 #[test]
+fn a_misspelt_cluster_is_said_once_not_again_for_the_environments_it_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    let tenants = fleet.join("tenants.yaml");
+    let text = std::fs::read_to_string(&tenants).unwrap().replace("clusters: [dev, staging, prod]", "clusters: [dev, stagin, prod]");
+    std::fs::write(&tenants, text).unwrap();
+    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("fleet/tenants.yaml:8:19: spec.clusters[1]: unknown TFRCluster `stagin`"), "{}", report(&output));
+    assert!(stderr.contains("error: 1 error in 1 file"), "acme's staging environment is not reported as unmatched: {}", report(&output));
+}
+
+#[test]
 fn placement_mistakes_name_their_place() {
     refused(
         "tenants.yaml",

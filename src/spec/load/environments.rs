@@ -254,14 +254,22 @@ pub(super) fn unmatched(
     environments: &BTreeMap<String, Vec<OverlayDocument>>,
     named: &BTreeMap<String, Vec<(String, Origin)>>,
     placed: &BTreeSet<(Kind, String, String)>,
+    known: &BTreeMap<Kind, BTreeSet<String>>,
     out: &mut Vec<Diagnostic>,
 ) {
+    let none = BTreeSet::new();
+    let known_clusters = known.get(&Kind::Cluster).unwrap_or(&none);
+    // NB: an object placed in a cluster that does not exist (a typo, reported as such) misses
+    // the environments of the cluster meant: not said again for each of them.
+    let misplaced = |kind: Kind, name: &str| {
+        placed.iter().any(|(k, cluster, n)| *k == kind && n == name && !cluster.is_empty() && !known_clusters.contains(cluster))
+    };
     for (environment, documents) in environments {
         let clusters: Vec<&str> =
             named.iter().filter(|(_, list)| list.iter().any(|(e, _)| e == environment)).map(|(c, _)| c.as_str()).collect();
         for document in documents {
             let Some((name, at)) = &document.target else { continue };
-            if clusters.iter().any(|c| placed.contains(&(document.kind, (*c).to_owned(), name.clone()))) {
+            if clusters.iter().any(|c| placed.contains(&(document.kind, (*c).to_owned(), name.clone()))) || misplaced(document.kind, name) {
                 continue;
             }
             let kind = document.kind.as_str();

@@ -155,7 +155,7 @@ pub fn load(bundle: &Bundle) -> Loaded {
         known: &known,
     };
     let spec = build_all(documents, &inputs, &mut out);
-    environments::unmatched(&environments, &cluster_environments, &placed, &mut out);
+    environments::unmatched(&environments, &cluster_environments, &placed, &known, &mut out);
     check::check(&spec, &known, bundle, &mut out);
     finish(spec, super::diagnostic::without_follow_ons(out, unparsed))
 }
