@@ -359,6 +359,21 @@ fn a_misspelt_cluster_is_said_once_not_again_for_the_environments_it_misses() {
 }
 
 #[test]
+fn a_duplicate_server_is_said_once_not_again_for_its_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    let servers = fleet.join("servers.yaml");
+    let again = "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata:\n  name: invoices\nspec:\n  tenant: billing\n  image: { repository: r.example/bot, tag: v1 }\n";
+    std::fs::write(&servers, format!("{}{again}", std::fs::read_to_string(&servers).unwrap())).unwrap();
+    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(": metadata.name: duplicate TFRServer `invoices` in cluster `prod`"), "{}", report(&output));
+    assert!(stderr.contains("error: 1 error in 1 file"), "no host clash with itself: {}", report(&output));
+}
+
+#[test]
 fn placement_mistakes_name_their_place() {
     refused(
         "tenants.yaml",

@@ -62,6 +62,10 @@ pub(super) fn claim_host<'a>(
         hosts.insert(host, server);
         return;
     };
+    if first.name() == server.name() {
+        // NB: a second server of the same name, reported as a duplicate: its host follows.
+        return;
+    }
     let within = if server.cluster.is_empty() { String::new() } else { format!(" in cluster `{}`", server.cluster) };
     let message = if server.spec.host.is_empty() && !first.spec.host.is_empty() {
         (first, format!("host `{host}` is the default host of TFRServer `{}`{within}", server.name()))
