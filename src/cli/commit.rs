@@ -5,7 +5,7 @@ use super::Status;
 use super::args::CommitArgs;
 use super::stages::{load, report, select};
 use crate::git::Author;
-use crate::git::commit::{CommitOptions, Outcome, Push, commit};
+use crate::git::commit::{CommitOptions, KnownIds, Outcome, Push, commit};
 use crate::object::ContentId;
 use crate::pipeline::{self, Setup};
 use crate::render::memo::Table;
@@ -42,13 +42,21 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // their Git blob ids: unchanged units are neither templated nor read.
     let memos = (!args.no_memo).then(|| memo_cache::path(&repo.path().join("tfrs-branches").join(&branch))).flatten();
     // The tree is built once; each attempt only seals it against the branch as it then is.
-    let Some((mut tree, mut jobs, reused)) = build_with_memo(&spec, &bundle, &args.settings, &repo, &branch, memos.as_deref())? else {
+    let Some((mut tree, mut jobs, reused, known)) = build_with_memo(&spec, &bundle, &args.settings, &repo, &branch, memos.as_deref())?
+    else {
         return Ok(Status::Failure);
     };
     let mut trailers = crate::git::provenance::trailers(source.as_ref(), &super::version::line());
     trailers.extend(crate::git::provenance::sealer_trailers(&tree.sealers()));
-    let options =
-        CommitOptions { branch: branch.clone(), message: args.message.clone(), author, push: push.clone(), attempts: ATTEMPTS, trailers };
+    let options = CommitOptions {
+        branch: branch.clone(),
+        message: args.message.clone(),
+        author,
+        push: push.clone(),
+        attempts: ATTEMPTS,
+        trailers,
+        known,
+    };
     let outcome = commit(&repo, &options, &mut tree, &mut crate::source::inputs::system_rng())
         .with_context(|| format!("cannot commit to `{branch}` in `{}`", args.repo))?;
     // NB: how much of the templating the memo saved (not said without a memo).
@@ -98,9 +106,14 @@ fn print_outcome(stdout: &mut dyn Write, outcome: Outcome, branch: &str, remote:
     }
 }
 
+/// A tree built with the memo: this render's memo entries, how many of them the memo gave back,
+/// and the blob ids read from the branch's tip.
+type WithMemo = (crate::tree::Tree, Table, usize, Option<KnownIds>);
+
 /// Builds the tree of `spec` with a memo from `memos` (none without), checked against the files
 /// of `branch`'s tip in `repo` by their Git blob ids; returns it with this render's memo
-/// entries and how many of them the memo gave back, or `None` after reporting a failure.
+/// entries, how many of them the memo gave back and the blob ids it read (for the commit over
+/// the same tip), or `None` after reporting a failure.
 fn build_with_memo(
     spec: &Spec,
     bundle: &Bundle,
@@ -108,21 +121,30 @@ fn build_with_memo(
     repo: &git2::Repository,
     branch: &str,
     memos: Option<&Path>,
-) -> anyhow::Result<Option<(crate::tree::Tree, Table, usize)>> {
+) -> anyhow::Result<Option<WithMemo>> {
     let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
-    let mut ids: BTreeMap<String, ContentId> = BTreeMap::new();
     let mut jobs = crate::render::memo::Previous::new();
+    let mut known = None;
     if let Some(memos) = memos {
         let tip = repo.find_reference(&format!("refs/heads/{branch}")).ok().and_then(|r| r.peel_to_tree().ok());
+        let mut read = tip.as_ref().map(|tip| KnownIds { tree: tip.id(), dirs: Vec::new(), ids: BTreeMap::new() });
         for cluster in &spec.clusters {
             jobs.extend(memo_cache::load_jobs(memos, cluster.name()));
-            if let Some(tip) = tip.as_ref() {
-                let mut found = BTreeMap::new();
-                crate::git::file_ids(repo, tip, &crate::layout::cluster_dir(cluster.name()), &mut found)?;
-                ids.extend(found.into_iter().map(|(path, oid)| (path, ContentId(oid.as_bytes().try_into().unwrap_or([0; 20])))));
+            if let (Some(tip), Some(read)) = (tip.as_ref(), read.as_mut()) {
+                let dir = crate::layout::cluster_dir(cluster.name());
+                crate::git::file_ids(repo, tip, &dir, &mut read.ids)?;
+                read.dirs.push(dir);
             }
         }
+        if let Some(read) = read.as_mut() {
+            read.dirs.sort();
+        }
+        known = read;
     }
+    let ids: BTreeMap<String, ContentId> = known
+        .iter()
+        .flat_map(|known| known.ids.iter().map(|(path, oid)| (path.clone(), ContentId(oid.as_bytes().try_into().unwrap_or([0; 20])))))
+        .collect();
     let memo = memos.and_then(|_| setup.memo(jobs, &ids));
     match pipeline::build(spec, bundle, &setup, memo.as_ref()) {
         Ok(mut built) => {
@@ -130,7 +152,7 @@ fn build_with_memo(
             if let Some(memo) = &memo {
                 built.tree.keep_sealed(memo);
             }
-            Ok(Some((built.tree, built.memo, built.reused)))
+            Ok(Some((built.tree, built.memo, built.reused, known)))
         }
         Err(failure) => report(failure, bundle).map(|()| None),
     }

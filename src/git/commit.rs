@@ -57,6 +57,20 @@ pub struct CommitOptions {
     /// Trailers ending the message (provenance: the specs' commit, the tfrs version); the
     /// clusters of the commit are added to them.
     pub trailers: Vec<(String, String)>,
+    /// The blob ids the caller already read from the branch's tree, if any: a commit over that
+    /// same tree does not read them again.
+    pub known: Option<KnownIds>,
+}
+
+/// The blob ids of the files below some cluster directories of one Git tree.
+#[derive(Debug, Clone)]
+pub struct KnownIds {
+    /// The tree they were read from.
+    pub tree: Oid,
+    /// The cluster directories read (`clusters/<name>`), sorted.
+    pub dirs: Vec<String>,
+    /// Every file's blob id, by path.
+    pub ids: BTreeMap<String, Oid>,
 }
 
 impl Default for CommitOptions {
@@ -68,6 +82,7 @@ impl Default for CommitOptions {
             push: None,
             attempts: 5,
             trailers: Vec::new(),
+            known: None,
         }
     }
 }
@@ -282,16 +297,24 @@ fn changed_files(
     base: Option<&Tree<'_>>,
     files: &Files,
     kept: &Kept,
-    ids: &BTreeMap<&str, Oid>,
+    (ids, known): (&BTreeMap<&str, Oid>, Option<&KnownIds>),
 ) -> Result<(Files, Files), git2::Error> {
-    let mut old_ids = BTreeMap::new();
-    if let Some(base) = base {
-        for dir in cluster_dirs(files) {
-            file_ids(repo, base, &dir, &mut old_ids)?;
+    let mut walked = BTreeMap::new();
+    let mut dirs = cluster_dirs(files);
+    dirs.sort();
+    let old_ids = match (base, known) {
+        // NB: the same tree and directories the caller read: not walked again.
+        (Some(base), Some(known)) if base.id() == known.tree && known.dirs == dirs => &known.ids,
+        (Some(base), _) => {
+            for dir in &dirs {
+                file_ids(repo, base, dir, &mut walked)?;
+            }
+            &walked
         }
-    }
+        (None, _) => &walked,
+    };
     let mut old = Files::new();
-    for (path, id) in &old_ids {
+    for (path, id) in old_ids {
         if ids.get(path.as_str()) != Some(id) {
             old.insert(path.clone(), repo.find_blob(*id)?.content().to_vec());
         }
@@ -521,7 +544,7 @@ fn prepare<R: CryptoRng + ?Sized>(
     if built.root == tree_id(base_tree.as_ref()).map_err(Error::Write)? {
         return Ok(Prepared { tip: base, diff: None });
     }
-    let (old, new) = changed_files(repo, base_tree.as_ref(), files, kept, &built.ids).map_err(read)?;
+    let (old, new) = changed_files(repo, base_tree.as_ref(), files, kept, (&built.ids, options.known.as_ref())).map_err(read)?;
     let mut diff = diff::changes(&old, &new);
     if let Some(commit) = base.and_then(|oid| repo.find_commit(oid).ok()) {
         let clusters = tree.sealers().into_iter().map(|(cluster, ..)| cluster).collect();

@@ -331,3 +331,26 @@ fn the_commit_object_is_byte_for_byte_libgit2s() {
         }
     }
 }
+
+#[test]
+fn blob_ids_the_caller_read_are_used_only_over_the_tree_they_were_read_from() {
+    let (_dir, repo) = bare();
+    run(&repo, &CommitOptions::default(), "1");
+    let tip = || repo.find_commit(repo.refname_to_id("refs/heads/main").expect("main")).expect("commit").tree().expect("tree").id();
+    let counts = |outcome: Outcome| match outcome {
+        Outcome::Committed { diff, .. } => crate::tree::diff::counts_text(&diff.totals()),
+        Outcome::NoChanges { .. } => panic!("expected a commit"),
+    };
+    let known = |tree: Oid, ids: BTreeMap<String, Oid>| Some(KnownIds { tree, dirs: vec!["clusters/c".to_owned()], ids });
+    // Claimed for another tree: not used (the branch's files are read), so the diff is right.
+    let elsewhere = CommitOptions { known: known(Oid::ZERO_SHA1, BTreeMap::new()), ..CommitOptions::default() };
+    assert_eq!(counts(run(&repo, &elsewhere, "2")), "0 added, 1 changed, 0 removed");
+    // Read from the branch's tree: used as they are (here none, so every file looks added).
+    let here = CommitOptions { known: known(tip(), BTreeMap::new()), ..CommitOptions::default() };
+    assert_eq!(counts(run(&repo, &here, "3")), "2 added, 0 changed, 0 removed");
+    // The real ids of the branch's tree give the diff a read gives.
+    let mut ids = BTreeMap::new();
+    file_ids(&repo, &repo.find_tree(tip()).expect("tree"), "clusters/c", &mut ids).expect("ids");
+    let read = CommitOptions { known: known(tip(), ids), ..CommitOptions::default() };
+    assert_eq!(counts(run(&repo, &read, "4")), "0 added, 1 changed, 0 removed");
+}
