@@ -356,6 +356,17 @@ fn a_misspelt_cluster_is_said_once_not_again_for_the_environments_it_misses() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.starts_with("fleet/tenants.yaml:8:19: spec.clusters[1]: unknown TFRCluster `stagin`"), "{}", report(&output));
     assert!(stderr.contains("error: 1 error in 1 file"), "acme's staging environment is not reported as unmatched: {}", report(&output));
+    // An environment of another cluster that names acme's misspelt neighbour still is.
+    let dev = fleet.join("environments/dev.yaml");
+    let globex =
+        "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: { name: globex }\nspec:\n  redis: { enabled: true }\n";
+    std::fs::write(&dev, format!("{}{globex}", std::fs::read_to_string(&dev).unwrap())).unwrap();
+    let tenants_text = std::fs::read_to_string(&tenants).unwrap().replace("clusters: [staging, prod]", "clusters: [stagin, prod]");
+    std::fs::write(&tenants, tenants_text).unwrap();
+    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no TFRTenant `globex` is placed in a cluster of environment `dev`"), "{}", report(&output));
+    assert!(!stderr.contains("environment `staging`"), "{}", report(&output));
 }
 
 #[test]

@@ -260,16 +260,22 @@ pub(super) fn unmatched(
     let none = BTreeSet::new();
     let known_clusters = known.get(&Kind::Cluster).unwrap_or(&none);
     // NB: an object placed in a cluster that does not exist (a typo, reported as such) misses
-    // the environments of the cluster meant: not said again for each of them.
-    let misplaced = |kind: Kind, name: &str| {
-        placed.iter().any(|(k, cluster, n)| *k == kind && n == name && !cluster.is_empty() && !known_clusters.contains(cluster))
+    // the environments of the cluster meant (the known one its name is close to): not said
+    // again for each of them.
+    let meant = |kind: Kind, name: &str, clusters: &[&str]| {
+        placed
+            .iter()
+            .filter(|(k, cluster, n)| *k == kind && n == name && !cluster.is_empty() && !known_clusters.contains(cluster))
+            .any(|(_, cluster, _)| did_you_mean(cluster, known_clusters.iter().map(String::as_str)).is_some_and(|c| clusters.contains(&c)))
     };
     for (environment, documents) in environments {
         let clusters: Vec<&str> =
             named.iter().filter(|(_, list)| list.iter().any(|(e, _)| e == environment)).map(|(c, _)| c.as_str()).collect();
         for document in documents {
             let Some((name, at)) = &document.target else { continue };
-            if clusters.iter().any(|c| placed.contains(&(document.kind, (*c).to_owned(), name.clone()))) || misplaced(document.kind, name) {
+            if clusters.iter().any(|c| placed.contains(&(document.kind, (*c).to_owned(), name.clone())))
+                || meant(document.kind, name, &clusters)
+            {
                 continue;
             }
             let kind = document.kind.as_str();
