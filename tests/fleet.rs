@@ -343,27 +343,37 @@ fn two_documents_of_one_environment_that_disagree() {
     );
 }
 
-#[test]
-fn a_misspelt_cluster_is_said_once_not_again_for_the_environments_it_misses() {
+/// A new text of a file from its old text.
+type Edit<'a> = &'a dyn Fn(&str) -> String;
+
+/// `tfrs validate` of a copy of the fleet with each of `edits` applied to its file.
+fn validate_edited(edits: &[(&str, Edit<'_>)]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let fleet = dir.path().join("fleet");
     common::copy_dir(&common::root().join(FLEET), &fleet);
-    let tenants = fleet.join("tenants.yaml");
-    let text = std::fs::read_to_string(&tenants).unwrap().replace("clusters: [dev, staging, prod]", "clusters: [dev, stagin, prod]");
-    std::fs::write(&tenants, text).unwrap();
-    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    for (file, edit) in edits {
+        let path = fleet.join(file);
+        std::fs::write(&path, edit(&std::fs::read_to_string(&path).unwrap())).unwrap();
+    }
+    command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap()
+}
+
+#[test]
+fn a_misspelt_cluster_is_said_once_not_again_for_the_environments_it_misses() {
+    let acme: Edit<'_> = &|text| text.replace("clusters: [dev, staging, prod]", "clusters: [dev, stagin, prod]");
+    let output = validate_edited(&[("tenants.yaml", acme)]);
     assert_eq!(output.status.code(), Some(1), "{}", report(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.starts_with("fleet/tenants.yaml:8:19: spec.clusters[1]: unknown TFRCluster `stagin`"), "{}", report(&output));
     assert!(stderr.contains("error: 1 error in 1 file"), "acme's staging environment is not reported as unmatched: {}", report(&output));
-    // An environment of another cluster that names acme's misspelt neighbour still is.
-    let dev = fleet.join("environments/dev.yaml");
-    let globex =
-        "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: { name: globex }\nspec:\n  redis: { enabled: true }\n";
-    std::fs::write(&dev, format!("{}{globex}", std::fs::read_to_string(&dev).unwrap())).unwrap();
-    let tenants_text = std::fs::read_to_string(&tenants).unwrap().replace("clusters: [staging, prod]", "clusters: [stagin, prod]");
-    std::fs::write(&tenants, tenants_text).unwrap();
-    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    // An environment of another cluster that names a tenant with a misspelt cluster still is.
+    let globex: Edit<'_> = &|text| text.replace("clusters: [staging, prod]", "clusters: [stagin, prod]");
+    let dev: Edit<'_> = &|text| {
+        format!(
+            "{text}---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: {{ name: globex }}\nspec:\n  redis: {{ enabled: true }}\n"
+        )
+    };
+    let output = validate_edited(&[("tenants.yaml", globex), ("environments/dev.yaml", dev)]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("no TFRTenant `globex` is placed in a cluster of environment `dev`"), "{}", report(&output));
     assert!(!stderr.contains("environment `staging`"), "{}", report(&output));
@@ -371,13 +381,12 @@ fn a_misspelt_cluster_is_said_once_not_again_for_the_environments_it_misses() {
 
 #[test]
 fn a_duplicate_server_is_said_once_not_again_for_its_host() {
-    let dir = tempfile::tempdir().unwrap();
-    let fleet = dir.path().join("fleet");
-    common::copy_dir(&common::root().join(FLEET), &fleet);
-    let servers = fleet.join("servers.yaml");
-    let again = "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata:\n  name: invoices\nspec:\n  tenant: billing\n  image: { repository: r.example/bot, tag: v1 }\n";
-    std::fs::write(&servers, format!("{}{again}", std::fs::read_to_string(&servers).unwrap())).unwrap();
-    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    let again: Edit<'_> = &|text| {
+        format!(
+            "{text}---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata:\n  name: invoices\nspec:\n  tenant: billing\n  image: {{ repository: r.example/bot, tag: v1 }}\n"
+        )
+    };
+    let output = validate_edited(&[("servers.yaml", again)]);
     assert_eq!(output.status.code(), Some(1), "{}", report(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(": metadata.name: duplicate TFRServer `invoices` in cluster `prod`"), "{}", report(&output));
