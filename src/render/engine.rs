@@ -27,7 +27,6 @@ pub(crate) struct Frame<'a> {
     pub(crate) cluster: &'a Object<crate::spec::model::ClusterSpec>,
     /// The whole component graph.
     pub(crate) graph: &'a Graph,
-    /// Depth of every component.
     /// The pull Secret, when the registry has credentials.
     pub(crate) pull: Option<&'a PlainSecret>,
     /// `flux-system` or `argocd`.
