@@ -6,7 +6,6 @@ use super::args::CommitArgs;
 use super::stages::{load, report, select};
 use crate::git::Author;
 use crate::git::commit::{CommitOptions, KnownIds, Outcome, Push, commit};
-use crate::object::ContentId;
 use crate::pipeline::{self, Setup};
 use crate::render::memo::Table;
 use crate::source::memo_cache;
@@ -127,25 +126,23 @@ fn build_with_memo(
     let mut known = None;
     if let Some(memos) = memos {
         let tip = repo.find_reference(&format!("refs/heads/{branch}")).ok().and_then(|r| r.peel_to_tree().ok());
-        let mut read = tip.as_ref().map(|tip| KnownIds { tree: tip.id(), dirs: Vec::new(), ids: BTreeMap::new() });
+        known = tip.as_ref().map(|tip| KnownIds { tree: tip.id(), dirs: Vec::new(), ids: BTreeMap::new() });
         for cluster in &spec.clusters {
             jobs.extend(memo_cache::load_jobs(memos, cluster.name()));
-            if let (Some(tip), Some(read)) = (tip.as_ref(), read.as_mut()) {
+            if let (Some(tip), Some(known)) = (tip.as_ref(), known.as_mut()) {
                 let dir = crate::layout::cluster_dir(cluster.name());
-                crate::git::file_ids(repo, tip, &dir, &mut read.ids)?;
-                read.dirs.push(dir);
+                crate::git::file_ids(repo, tip, &dir, &mut known.ids)?;
+                known.dirs.push(dir);
             }
         }
-        if let Some(read) = read.as_mut() {
-            read.dirs.sort();
+        if let Some(known) = known.as_mut() {
+            known.dirs.sort();
         }
-        known = read;
     }
-    let ids: BTreeMap<String, ContentId> = known
-        .iter()
-        .flat_map(|known| known.ids.iter().map(|(path, oid)| (path.clone(), ContentId(oid.as_bytes().try_into().unwrap_or([0; 20])))))
-        .collect();
-    let memo = memos.and_then(|_| setup.memo(jobs, &ids));
+    // NB: a branch without a tip has no files for the memo to keep.
+    let none = crate::tree::Kept::new();
+    let contents: &dyn crate::render::memo::Contents = known.as_ref().map_or(&none, |known| known);
+    let memo = memos.and_then(|_| setup.memo(jobs, contents));
     match pipeline::build(spec, bundle, &setup, memo.as_ref()) {
         Ok(mut built) => {
             // NB: a sealed file the memo vouches for enters the commit by its blob id, unread.

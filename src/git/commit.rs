@@ -73,6 +73,14 @@ pub struct KnownIds {
     pub ids: BTreeMap<String, Oid>,
 }
 
+/// The memo checks its stamps against the branch's files by these ids (a blob id is the file's
+/// content id), so they are read once, for both.
+impl crate::render::memo::Contents for KnownIds {
+    fn content_id(&self, path: &str) -> Option<crate::object::ContentId> {
+        self.ids.get(path).and_then(|oid| Some(crate::object::ContentId(oid.as_bytes().try_into().ok()?)))
+    }
+}
+
 impl Default for CommitOptions {
     fn default() -> Self {
         CommitOptions {
