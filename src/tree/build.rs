@@ -100,7 +100,7 @@ fn same_objects<'a>(objects: impl IntoIterator<Item = (&'a ObjectId, Option<&'a 
     let path = |dir: Option<&str>, file: &str| dir.map_or_else(|| file.to_owned(), |dir| format!("{dir}/{file}"));
     // The server's key (group, kind, namespace, name) -> where it was first written.
     type Key<'a> = (&'a str, &'a str, Option<&'a str>, &'a str);
-    let mut seen: std::collections::HashMap<Key<'_>, (Option<&str>, &str)> = std::collections::HashMap::new();
+    let mut seen: rustc_hash::FxHashMap<Key<'_>, (Option<&str>, &str)> = rustc_hash::FxHashMap::default();
     let mut clashes = Vec::new();
     for (object, dir, file) in objects {
         let key = (object.group(), object.kind.as_str(), object.namespace(), object.name.as_str());

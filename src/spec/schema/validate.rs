@@ -40,6 +40,9 @@ pub fn join(path: &str, key: &str) -> String {
     }
 }
 
+/// Schema keywords that only annotate: no check reads them.
+const ANNOTATIONS: [&str; 8] = ["description", "default", "title", "examples", "deprecated", "readOnly", "writeOnly", "$comment"];
+
 /// The schema of anything (`items` left out).
 static ANY: Json = Json::Bool(true);
 
@@ -63,6 +66,8 @@ impl<'a> Validator<'a> {
 
     /// `schema` with its `$ref`s followed (siblings of a `$ref` merged into its target): the
     /// schema itself or its target when there is nothing to merge, a copy only when there is.
+    /// Annotations beside a `$ref` (a field's `description`, its `default`) are not merged: no
+    /// check reads them, and most fields of a spec have them.
     fn deref<'s>(&self, schema: &'s Json) -> Cow<'s, Json>
     where
         'a: 's,
@@ -72,7 +77,7 @@ impl<'a> Validator<'a> {
             let Some(reference) = current.get("$ref").and_then(Json::as_str) else { break };
             let name = reference.trim_start_matches("#/$defs/");
             let Some(target) = self.root.get("$defs").and_then(|d| d.get(name)) else { break };
-            let siblings = current.as_object().is_some_and(|o| o.len() > 1);
+            let siblings = current.as_object().is_some_and(|o| o.keys().any(|k| k != "$ref" && !ANNOTATIONS.contains(&k.as_str())));
             if !siblings || !target.is_object() {
                 current = Cow::Borrowed(target);
                 continue;
@@ -80,7 +85,7 @@ impl<'a> Validator<'a> {
             let mut merged = target.clone();
             if let (Some(merged), Some(siblings)) = (merged.as_object_mut(), current.as_object()) {
                 for (key, value) in siblings {
-                    if key != "$ref" {
+                    if key != "$ref" && !ANNOTATIONS.contains(&key.as_str()) {
                         merged.entry(key.clone()).or_insert_with(|| value.clone());
                     }
                 }
@@ -340,6 +345,26 @@ mod tests {
         assert_eq!(out[0].path, "spec.tfrsOperator.timeout");
         assert!(out[0].message.starts_with("expected a Go duration such as `90s`"), "{}", out[0].message);
         assert!(out[0].help.as_deref().is_some_and(|h| h.ends_with("write `24h`")), "{:?}", out[0].help);
+    }
+
+    #[test]
+    fn a_ref_takes_the_checks_beside_it_and_not_its_annotations() {
+        let root = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "noted": { "$ref": "#/$defs/Small", "description": "annotated only", "default": {} },
+                "bounded": { "$ref": "#/$defs/Small", "description": "and bounded", "maxProperties": 1 },
+            },
+            "$defs": { "Small": { "type": "object", "additionalProperties": { "type": "string" } } },
+        });
+        let mut nodes = crate::spec::yaml::parse(0, "noted: { a: x, b: y }\nbounded: { a: x, b: y }\n").expect("yaml");
+        let validator = Validator { root: &root, options: ValidateOptions::default(), out: &mut Vec::new() };
+        assert!(matches!(validator.deref(&root["properties"]["noted"]), Cow::Borrowed(_)), "an annotation is not merged");
+        assert_eq!(validator.deref(&root["properties"]["bounded"])["maxProperties"], 1);
+        let mut out = Vec::new();
+        validate(&mut nodes[0], &root, "", ValidateOptions::default(), &mut out);
+        let paths: Vec<&str> = out.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["bounded"], "{out:#?}");
     }
 
     #[test]
