@@ -139,6 +139,8 @@ pub struct Built {
     pub memo: memo::Table,
     /// How many units the memo gave back.
     pub reused: usize,
+    /// What each tenant namespace's memo entry is made from (see [`render::unit::record`]).
+    pub units: Vec<render::unit::Outcome>,
 }
 
 /// Renders `spec` and lays out its tree; `memo` is the last render's memo, if any.
@@ -189,7 +191,8 @@ fn build_from(
     for object in &spec.clusters {
         // NB: unknown when the render failed; then only a named certificate is checked.
         let needs_sealing = rendered.as_ref().map(|rendered| {
-            rendered.clusters.iter().filter(|c| c.name == object.name()).any(|c| c.components.iter().any(|c| !c.secrets.is_empty()))
+            let seals = |c: &render::Component| !c.secrets.is_empty() || !c.sealed.is_empty();
+            rendered.clusters.iter().filter(|c| c.name == object.name()).any(|c| c.components.iter().any(seals))
         });
         match sealer(object, bundle, needs_sealing, setup.now) {
             Ok(sealer) => drop(sealers.insert(object.name(), sealer)),
@@ -218,7 +221,7 @@ fn build_from(
             }
         })?;
     }
-    Ok(Built { tree, memo: rendered.memo, reused: rendered.reused })
+    Ok(Built { tree, memo: rendered.memo, reused: rendered.reused, units: rendered.units })
 }
 
 /// Why a cluster has no sealer: the spec's problem, or the environment's (its certificate).

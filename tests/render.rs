@@ -20,6 +20,8 @@ mod secrets;
 mod stamp;
 #[path = "render/tree.rs"]
 mod tree;
+#[path = "render/unit.rs"]
+mod unit;
 #[path = "render/validity.rs"]
 mod validity;
 

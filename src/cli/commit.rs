@@ -7,7 +7,8 @@ use super::stages::{load, report, select};
 use crate::git::Author;
 use crate::git::commit::{CommitOptions, KnownIds, Outcome, Push, commit};
 use crate::pipeline::{self, Setup};
-use crate::render::memo::Table;
+use crate::render::memo::{Stamper, Table};
+use crate::render::unit;
 use crate::source::memo_cache;
 use crate::spec::{Bundle, Spec};
 use anyhow::Context as _;
@@ -41,7 +42,8 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // their Git blob ids: unchanged units are neither templated nor read.
     let memos = (!args.no_memo).then(|| memo_cache::path(&repo.path().join("tfrs-branches").join(&branch))).flatten();
     // The tree is built once; each attempt only seals it against the branch as it then is.
-    let Some((mut tree, mut jobs, reused, known)) = build_with_memo(&spec, &bundle, &args.settings, &repo, &branch, memos.as_deref())?
+    let Some(WithMemo { mut tree, memo: mut jobs, reused, known, units }) =
+        build_with_memo(&spec, &bundle, &args.settings, &repo, &branch, memos.as_deref())?
     else {
         return Ok(Status::Failure);
     };
@@ -62,7 +64,11 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let note = if jobs.is_empty() { String::new() } else { format!(" ({reused} of {} templated units reused)", jobs.len()) };
     if let Some(memos) = memos.as_deref() {
         jobs.extend(tree.sealed_entries());
-        save_memo(memos, &spec, &jobs);
+        // NB: the namespaces' entries are made from the files as committed.
+        let (files, kept) = (tree.files(), tree.kept());
+        let content = |path: &str| kept.get(path).copied().or_else(|| files.get(path).map(|bytes| crate::object::ContentId::of(bytes)));
+        let namespaces = units.map(|(stamper, outcomes)| unit::record(&stamper, outcomes, &jobs, &content)).unwrap_or_default();
+        save_memo(memos, &spec, &jobs, &namespaces);
     }
     let remote = push.map(|p| p.remote).unwrap_or_default();
     // NB: the process ends next; freeing the specs one object at a time is not worth its time
@@ -105,9 +111,18 @@ fn print_outcome(stdout: &mut dyn Write, outcome: Outcome, branch: &str, remote:
     }
 }
 
-/// A tree built with the memo: this render's memo entries, how many of them the memo gave back,
-/// and the blob ids read from the branch's tip.
-type WithMemo = (crate::tree::Tree, Table, usize, Option<KnownIds>);
+/// A tree built with the memo.
+struct WithMemo {
+    tree: crate::tree::Tree,
+    /// This render's memo entries.
+    memo: Table,
+    /// How many of them the memo gave back.
+    reused: usize,
+    /// The blob ids read from the branch's tip.
+    known: Option<KnownIds>,
+    /// What the tenant namespaces' entries are made from, and the memo's stamper (with a memo).
+    units: Option<(Stamper, Vec<unit::Outcome>)>,
+}
 
 /// Builds the tree of `spec` with a memo from `memos` (none without), checked against the files
 /// of `branch`'s tip in `repo` by their Git blob ids; returns it with this render's memo
@@ -123,12 +138,14 @@ fn build_with_memo(
 ) -> anyhow::Result<Option<WithMemo>> {
     let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
     let mut jobs = crate::render::memo::Previous::new();
+    let mut namespaces = unit::Previous::new();
     let mut known = None;
     if let Some(memos) = memos {
         let tip = repo.find_reference(&format!("refs/heads/{branch}")).ok().and_then(|r| r.peel_to_tree().ok());
         known = tip.as_ref().map(|tip| KnownIds { tree: tip.id(), dirs: Vec::new(), ids: BTreeMap::new() });
         for cluster in &spec.clusters {
             jobs.extend(memo_cache::load_jobs(memos, cluster.name()));
+            namespaces.extend(memo_cache::load_units(memos, cluster.name()));
             if let (Some(tip), Some(known)) = (tip.as_ref(), known.as_mut()) {
                 let dir = crate::layout::cluster_dir(cluster.name());
                 crate::git::file_ids(repo, tip, &dir, &mut known.ids)?;
@@ -142,14 +159,15 @@ fn build_with_memo(
     // NB: a branch without a tip has no files for the memo to keep.
     let none = crate::tree::Kept::new();
     let contents: &dyn crate::render::memo::Contents = known.as_ref().map_or(&none, |known| known);
-    let memo = memos.and_then(|_| setup.memo(jobs, contents));
+    let memo = memos.and_then(|_| setup.memo(jobs, contents)).map(|memo| memo.with_units(namespaces, setup.unit_frames(spec, bundle)));
     match pipeline::build(spec, bundle, &setup, memo.as_ref()) {
         Ok(mut built) => {
             // NB: a sealed file the memo vouches for enters the commit by its blob id, unread.
             if let Some(memo) = &memo {
                 built.tree.keep_sealed(memo);
             }
-            Ok(Some((built.tree, built.memo, built.reused, known)))
+            let units = memo.as_ref().map(|memo| (memo.stamper(), built.units));
+            Ok(Some(WithMemo { tree: built.tree, memo: built.memo, reused: built.reused, known, units }))
         }
         Err(failure) => report(failure, bundle).map(|()| None),
     }
@@ -157,13 +175,19 @@ fn build_with_memo(
 
 /// Saves this commit's memo entries, per cluster (a memo that cannot be saved costs the next
 /// commit time, never correctness: every stamp is checked against the branch's files).
-fn save_memo(memos: &Path, spec: &Spec, jobs: &Table) {
+fn save_memo(memos: &Path, spec: &Spec, jobs: &Table, namespaces: &unit::Table) {
     let mut staged = memo_cache::Staged::default();
     for cluster in &spec.clusters {
         let prefix = format!("{}/", cluster.name());
         let own: Table =
             jobs.range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        if let Err(error) = staged.add(memos, cluster.name(), Some(&own), &crate::tree::current::Records::default(), None) {
+        let units: unit::Table = namespaces
+            .range(prefix.clone()..)
+            .take_while(|(key, _)| key.starts_with(&prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let saved = Some((&own, &units));
+        if let Err(error) = staged.add(memos, cluster.name(), saved, &crate::tree::current::Records::default(), None) {
             eprintln!("warning: the render memo of cluster `{}` was not saved: {error}", cluster.name());
             return;
         }

@@ -4,8 +4,10 @@ use super::Status;
 use super::args::RenderArgs;
 use super::stages::{load, report, select};
 use crate::layout;
+use crate::object::ContentId;
 use crate::pipeline::{self, Built, Failure, Setup};
 use crate::render::stamp::{ClusterStamp, Outcomes};
+use crate::render::unit;
 use crate::source::{inputs, memo_cache};
 use crate::spec::Spec;
 use crate::tree::current::Current;
@@ -146,6 +148,8 @@ struct Sum {
     units: usize,
     /// Clusters not rendered again (their stamp held and their files were as left).
     unchanged: usize,
+    /// Tenant namespaces given back whole by the memo, of those rendered with one.
+    namespaces: (usize, usize),
     memo: memo_cache::Staged,
     /// `--check`: the paths that would change and be removed.
     named: Option<(Vec<String>, Vec<String>)>,
@@ -174,6 +178,15 @@ impl Sum {
             Some(staging) => staging.add(update),
             None => Ok(Vec::new()),
         }
+    }
+
+    /// Counts a rendered cluster's templated `units`, of which the memo gave back `reused`, and
+    /// its namespaces.
+    fn count(&mut self, reused: usize, units: usize, namespaces: &[unit::Outcome]) {
+        self.reused += reused;
+        self.units += units;
+        let kept = namespaces.iter().filter(|o| matches!(o, unit::Outcome::Kept { .. })).count();
+        self.namespaces = (self.namespaces.0 + kept, self.namespaces.1 + namespaces.len());
     }
 
     /// Counts cluster `name`, not rendered: its files `current` are those its last render left
@@ -224,16 +237,16 @@ fn render_cluster(
         sum.keep_unchanged(memos, name, &current, held, staging.is_some());
         return Ok(Ok(()));
     }
-    let saved = saved.or_else(|| context.memos.map(|memos| memo_cache::load_jobs(memos, name))).unwrap_or_default();
+    let (saved, units) = saved.or_else(|| context.memos.map(|memos| load_memo(memos, name))).unwrap_or_default();
     let memo = context.memos.and_then(|_| context.setup.memo(saved, &current));
+    let memo = memo.map(|memo| memo.with_units(units, context.setup.unit_frames(&part, context.bundle)));
     let (built, reads) = pipeline::build_recording(&part, context.bundle, context.setup, memo.as_ref());
-    let Built { mut tree, memo: mut jobs, reused } = match built {
+    let Built { mut tree, memo: mut jobs, reused, units: outcomes } = match built {
         Ok(built) => built,
         Err(failure) => return Ok(Err(failure)),
     };
     let units = jobs.len();
-    sum.reused += reused;
-    sum.units += units;
+    sum.count(reused, units, &outcomes);
     if let Some(memo) = &memo {
         tree.keep_sealed(memo);
     }
@@ -243,6 +256,9 @@ fn render_cluster(
     let changes = current.changes(&files, &unread, &|_| true, &|_| false);
     let stats = sum.add(&changes.update, Some((&files, &unread)), staging.as_deref_mut())?;
     let records = (context.memos.is_some() && staging.is_some()).then(|| changes.records(&stats));
+    // NB: the namespaces' entries are made from the files as they will be.
+    let content = |path: &str| unread.get(path).copied().or_else(|| files.get(path).map(|bytes| ContentId::of(bytes)));
+    let namespaces = memo.as_ref().filter(|_| records.is_some()).map(|memo| unit::record(&memo.stamper(), outcomes, &jobs, &content));
     drop((changes, sealed, memo));
     // NB: freed in the background, before the memo is written: a cluster's tens of thousands of
     // buffers and paths, one by one.
@@ -250,7 +266,8 @@ fn render_cluster(
     if let (Some(memos), Some(mut records)) = (context.memos, records) {
         records.saved = inputs::unix_now_nanos();
         let stamp = stamping.map(|s| s.stamp(&reads, records.saved, units));
-        if let Err(error) = sum.memo.add(memos, name, Some(&jobs), &records, stamp.as_ref()) {
+        let namespaces = namespaces.unwrap_or_default();
+        if let Err(error) = sum.memo.add(memos, name, Some((&jobs, &namespaces)), &records, stamp.as_ref()) {
             eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
         }
     }
@@ -265,16 +282,24 @@ fn read_current(
     name: &str,
     records: &crate::tree::current::Records,
     with_jobs: bool,
-) -> anyhow::Result<(Current, Option<crate::render::memo::Previous>)> {
+) -> anyhow::Result<(Current, Option<Saved>)> {
     let dir = layout::cluster_dir(name);
     let read = || Current::read_below(context.out, &dir, records, &|_| false);
     match context.memos {
         Some(memos) if with_jobs => {
-            let (current, jobs) = rayon::join(read, || memo_cache::load_jobs(memos, name));
-            Ok((current?, Some(jobs)))
+            let (current, saved) = rayon::join(read, || load_memo(memos, name));
+            Ok((current?, Some(saved)))
         }
         _ => Ok((read()?, None)),
     }
+}
+
+/// A cluster's memo entries and its namespaces', as the memo looks them up.
+type Saved = (crate::render::memo::Previous, unit::Previous);
+
+/// The memo entries and namespace entries of cluster `name` in memo directory `memos`.
+fn load_memo(memos: &Path, name: &str) -> Saved {
+    (memo_cache::load_jobs(memos, name), memo_cache::load_units(memos, name))
 }
 
 /// What a cluster's stamp is checked and made with: its memo key, build and inputs digest
@@ -440,6 +465,9 @@ fn present_clusters(out: &Path) -> anyhow::Result<BTreeSet<String>> {
 fn notes(sum: &Sum, kept: usize) -> String {
     let (reused, units) = (sum.reused, sum.units);
     let mut notes = if units == 0 { String::new() } else { format!("; {reused} of {units} templated units reused") };
+    if let (kept @ 1.., namespaces) = sum.namespaces {
+        notes.push_str(&format!("; {kept} of {namespaces} namespaces not rendered again"));
+    }
     match sum.unchanged {
         0 => {}
         1 => notes.push_str("; 1 cluster unchanged, not rendered again"),

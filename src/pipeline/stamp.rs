@@ -6,11 +6,10 @@ use super::{Setup, cert_path};
 use crate::render::memo;
 use crate::secrets::sealed::Certificate;
 use crate::source::memo_cache;
-use crate::spec::model::SealingBackend;
-use crate::spec::yaml::{Node, Value};
+use crate::spec::model::{ClusterSpec, SealingBackend};
 use crate::spec::{Bundle, Spec};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use zeroize::Zeroizing;
 
 impl Setup {
@@ -54,6 +53,23 @@ impl Setup {
             let file = bundle.files.get(index)?;
             hasher.update(memo::inputs_digest(&[b"file", file.name.as_bytes(), file.text.as_bytes()], &()));
         }
+        hasher.update(self.frame_extra(cluster, bundle)?);
+        Some(hasher.finalize().into())
+    }
+
+    /// Per cluster of `spec`, the digest of what its tenant namespaces are rendered from besides
+    /// the spec and the secret inputs (`crate::render::unit`): the operator overrides and the
+    /// sealing certificate. A cluster whose certificate cannot be read, is not valid now or is
+    /// about to expire has none: its namespaces are rendered one by one (the render reports it).
+    #[must_use]
+    pub fn unit_frames(&self, spec: &Spec, bundle: &Bundle) -> HashMap<String, [u8; 32]> {
+        spec.clusters.iter().filter_map(|cluster| Some((cluster.name().to_owned(), self.frame_extra(cluster, bundle)?))).collect()
+    }
+
+    /// The digest of the operator overrides and of `cluster`'s sealing certificate (when it
+    /// seals with one); `None` when that certificate is not readable and valid for a while.
+    fn frame_extra(&self, cluster: &crate::spec::Object<ClusterSpec>, bundle: &Bundle) -> Option<[u8; 32]> {
+        let mut hasher = Sha256::new();
         hasher.update(memo::inputs_digest(&[b"overrides"], &self.options.operator_overrides));
         let sealing = &cluster.spec.sealing;
         if sealing.backend == SealingBackend::SealedSecrets && !sealing.cert_file.is_empty() {
@@ -82,25 +98,6 @@ impl<S: serde::Serialize> ObjectParts for crate::spec::Object<S> {
     }
 
     fn files(&self, out: &mut BTreeSet<usize>) {
-        files_of(&self.tree, out);
-        for layer in &self.layers {
-            files_of(&layer.spec, out);
-            out.extend(layer.selected_at.map(|origin| origin.file));
-        }
-    }
-}
-
-/// Adds the file of every node and key of `node`.
-fn files_of(node: &Node, out: &mut BTreeSet<usize>) {
-    out.insert(node.origin.file);
-    match &node.value {
-        Value::Seq(items) => items.iter().for_each(|item| files_of(item, out)),
-        Value::Map(entries) => {
-            for (key, value) in entries {
-                out.insert(key.origin.file);
-                files_of(value, out);
-            }
-        }
-        _ => {}
+        self.source_files(out);
     }
 }

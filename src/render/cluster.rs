@@ -4,8 +4,9 @@ use super::check::Scope;
 use super::engine::{Context, Frame, add_secret_labels, labels};
 use super::graph::{Graph, Member};
 use super::operator;
+use super::stamp::Recording;
 use super::values::{IngressValues, ingress_values, shared_values};
-use super::{Component, RenderedCluster, server, tenant};
+use super::{Component, RenderedCluster, server, tenant, unit};
 use crate::secrets::PlainSecret;
 use crate::spec::model::{ClusterSpec, GitopsEngine, SealingBackend};
 use crate::spec::{Object, Spec};
@@ -298,7 +299,11 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
             child.render_jobs(&frame, &base, &mut components);
             (components, child)
         },
-        || render_units(context, &frame, &units, &base),
+        || {
+            // NB: namespaces are given back whole only beside what the caller adds to the frame.
+            let frame_digest = context.memo.and_then(|memo| memo.frames.get(&name)).map(|extra| unit::frame_digest(&frame, extra));
+            render_units(context, &frame, &units, &base, frame_digest.as_ref())
+        },
     );
     let mut components = Vec::new();
     for (own, child) in std::iter::once(own).chain(units) {
@@ -321,21 +326,49 @@ fn render_units<'a>(
     frame: &Frame<'_>,
     units: &[tenant::Unit<'_>],
     base: &minijinja::Value,
+    frame_digest: Option<&[u8; 32]>,
 ) -> Vec<(Vec<Component>, Context<'a>)> {
     units
         .par_iter()
         .map(|unit| {
             let mut child = context.child();
-            let mut own = Vec::new();
-            let credentials = tenant::render(&mut child, frame, unit, &mut own);
-            let tenant = child.memo.map(|_| server::tenant_digest(unit));
-            for &server in &unit.servers {
-                server::render(&mut child, frame, unit, (server, tenant.as_ref()), &credentials, &mut own);
+            let (Some(memo), Some(frame_digest)) = (context.memo, frame_digest) else {
+                let own = render_unit(&mut child, frame, unit, base);
+                return (own, child);
+            };
+            // NB: given back whole when its stamp holds (`unit`); its reads are read again
+            // through the render's inputs, so that the cluster's stamp covers them too.
+            let job = unit::job(frame.cluster.name(), &unit.namespace);
+            let inputs = unit::inputs(frame_digest, unit);
+            if let Some((own, entries, entry)) = unit::keep(memo, frame, unit, &job, &inputs, (context.inputs, context.files)) {
+                child.reused += entries.len();
+                child.recorded.extend(entries);
+                child.units.push(unit::Outcome::Kept { job, entry });
+                return (own, child);
             }
-            child.render_jobs(frame, base, &mut own);
+            let recording = Recording::new(context.inputs);
+            let mut local = Context::new(context.env, context.files, &recording, context.master, context.options, context.memo);
+            let own = render_unit(&mut local, frame, unit, base);
+            child.absorb(local);
+            let components = own.iter().map(unit::Shape::of).collect();
+            let outcomes = recording.into_outcomes();
+            let files = unit::reads_files(outcomes.keys()).then(|| unit::files_digest(unit, context.files));
+            child.units.push(unit::Outcome::Rendered { job, inputs, outcomes, files, components });
             (own, child)
         })
         .collect()
+}
+
+/// Renders one tenant namespace's components, their templates included.
+fn render_unit(context: &mut Context<'_>, frame: &Frame<'_>, unit: &tenant::Unit<'_>, base: &minijinja::Value) -> Vec<Component> {
+    let mut own = Vec::new();
+    let credentials = tenant::render(context, frame, unit, &mut own);
+    let tenant = context.memo.map(|_| server::tenant_digest(unit));
+    for &server in &unit.servers {
+        server::render(context, frame, unit, (server, tenant.as_ref()), &credentials, &mut own);
+    }
+    context.render_jobs(frame, base, &mut own);
+    own
 }
 
 /// The cluster's own components, their templates queued on `context`.
@@ -374,6 +407,7 @@ fn cluster_components(context: &mut Context<'_>, frame: &Frame<'_>, spec: &Spec,
             id,
             objects: Vec::new(),
             secrets,
+            sealed: Vec::new(),
         });
     }
     components

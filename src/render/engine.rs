@@ -56,6 +56,8 @@ pub(crate) struct Context<'a> {
     pub(crate) recorded: Vec<(String, memo::Entry)>,
     /// How many of them the memo gave back.
     pub(crate) reused: usize,
+    /// What each tenant namespace rendered with the memo says of itself (`render::unit`).
+    pub(crate) units: Vec<memo::UnitOutcome>,
 }
 
 impl<'a> Context<'a> {
@@ -173,6 +175,7 @@ impl<'a> Context<'a> {
             memo,
             recorded: Vec::new(),
             reused: 0,
+            units: Vec::new(),
         }
     }
 
@@ -190,6 +193,7 @@ impl<'a> Context<'a> {
         self.resolved.extend(child.resolved);
         self.recorded.extend(child.recorded);
         self.reused += child.reused;
+        self.units.extend(child.units);
     }
 
     /// Records what rendering a unit gave: its problems, its memo entry; returns its objects.
@@ -279,6 +283,7 @@ fn namespaced_shell(frame: &Frame<'_>, id: String, mut secrets: Vec<PlainSecret>
         id,
         objects: Vec::new(),
         secrets,
+        sealed: Vec::new(),
     }
 }
 

@@ -27,14 +27,16 @@
 //! A job given back is not read back: its objects come back *kept* ([`Resource::kept`]), with
 //! their identity and content id only, and the tree leaves their files as they are.
 
+use super::Component;
 use super::resource::Resource;
+use super::stamp::{Outcomes, Read};
 use crate::object::{ContentId, ObjectId};
 use crate::secrets::bytes::push_lp;
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use zeroize::Zeroizing;
 
@@ -118,6 +120,11 @@ pub struct Memo<'a> {
     /// that it moves into this run's table instead of being copied.
     previous: Previous,
     tree: &'a dyn Contents,
+    /// The last run's tenant namespaces (`render::unit`), given back whole or not at all.
+    pub(crate) units: PreviousUnits,
+    /// Per cluster, the digest of what its namespaces are rendered against besides the spec
+    /// (see `render::unit`); a cluster without one has its namespaces rendered one by one.
+    pub(crate) frames: HashMap<String, [u8; 32]>,
 }
 
 impl std::fmt::Debug for Memo<'_> {
@@ -132,7 +139,31 @@ impl<'a> Memo<'a> {
     /// holds by relative path.
     #[must_use]
     pub fn new(key: Zeroizing<[u8; 32]>, build: String, previous: Previous, tree: &'a dyn Contents) -> Memo<'a> {
-        Memo { stamper: Stamper { key, build }, previous, tree }
+        Memo { stamper: Stamper { key, build }, previous, tree, units: HashMap::new(), frames: HashMap::new() }
+    }
+
+    /// This memo with the last run's tenant namespaces `units` and, per cluster, the digest of
+    /// what they are rendered against besides the spec (`frames`, see `render::unit`).
+    #[must_use]
+    pub fn with_units(mut self, units: PreviousUnits, frames: HashMap<String, [u8; 32]>) -> Memo<'a> {
+        self.units = units;
+        self.frames = frames;
+        self
+    }
+
+    /// The entry of job `job` as the last run left it, unless already given back.
+    pub(crate) fn peek(&self, job: &str) -> Option<Entry> {
+        self.previous.get(job)?.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Takes the entry of job `job` out (it moves into this run's table).
+    pub(crate) fn take(&self, job: &str) -> Option<Entry> {
+        self.previous.get(job)?.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    }
+
+    /// What the files of the last render hold now.
+    pub(crate) fn contents(&self) -> &dyn Contents {
+        self.tree
     }
 
     /// The objects job `job` produced last time, kept (not read back), when its stamp still
@@ -206,9 +237,15 @@ impl Stamper {
     }
 
     fn mac(&self, job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
+        self.mac_of(b"tfrs/memo/v2", job, inputs)
+    }
+
+    /// The MAC of a stamp of kind `tag` (`tfrs/memo/v2`, `tfrs/unit/v1`) of job `job` with
+    /// inputs `inputs`, started: the tag, the build and the job length-prefixed, the inputs.
+    pub(crate) fn mac_of(&self, tag: &[u8], job: &str, inputs: &[u8; 32]) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(self.key.as_slice()).expect("HMAC takes any key length");
         let mut head = Vec::with_capacity(64 + self.build.len() + job.len());
-        head.extend_from_slice(b"tfrs/memo/v2");
+        head.extend_from_slice(tag);
         push_lp(&mut head, self.build.as_bytes());
         push_lp(&mut head, job.as_bytes());
         head.extend_from_slice(inputs);
@@ -217,7 +254,8 @@ impl Stamper {
     }
 }
 
-fn absorb(mac: &mut Hmac<Sha256>, path: &str, object: &Object, content: &ContentId) {
+/// Adds one object of an entry to `mac`: its path, identity and content id.
+pub(crate) fn absorb(mac: &mut Hmac<Sha256>, path: &str, object: &Object, content: &ContentId) {
     let mut head = Vec::with_capacity(128);
     let id = &object.id;
     for field in [path, &id.api_version, &id.kind, id.namespace().unwrap_or(""), &id.name] {
@@ -257,6 +295,114 @@ impl std::io::Write for HashWriter<'_> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+// The tenant namespaces' entries: what `render::unit` keeps of a namespace between runs.
+
+/// What is kept of a namespace's render between runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitEntry {
+    /// The stamp, lowercase hex.
+    pub stamp: String,
+    /// The secret inputs its render read.
+    pub reads: BTreeSet<Read>,
+    /// Its components, in render order.
+    pub components: Vec<UnitComponent>,
+}
+
+/// One component of a namespace, as its entry keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitComponent {
+    /// Its id.
+    pub id: String,
+    /// How long Flux waits for it.
+    pub timeout: String,
+    /// The memo jobs of its sealed Secrets' files, in order.
+    #[serde(default)]
+    pub sealed: Vec<String>,
+}
+
+/// Every namespace's entry, by job key.
+pub type UnitTable = BTreeMap<String, UnitEntry>;
+
+/// The last run's namespaces as a [`Memo`] looks them up, each given back at most once.
+pub type PreviousUnits = HashMap<String, Mutex<Option<UnitEntry>>>;
+
+/// A sealed Secret's file given back with its namespace: the object, its content id and the
+/// memo entry that vouches for it (moved into this run's memo by the tree).
+#[derive(Debug, Clone)]
+pub struct KeptSealed {
+    /// The sealed object (its file is its [`ObjectId::file_name`] in the component).
+    pub id: ObjectId,
+    /// The content id of its file.
+    pub content: ContentId,
+    /// Its memo job and entry.
+    pub entry: (String, Entry),
+}
+
+/// What a render says of one namespace, for its entry to be made once its Secrets are sealed
+/// (`render::unit::record`).
+#[derive(Clone)]
+pub enum UnitOutcome {
+    /// Given back whole: its entry, as it was.
+    Kept {
+        /// The job key.
+        job: String,
+        /// The entry.
+        entry: UnitEntry,
+    },
+    /// Rendered: what its entry is made from.
+    Rendered {
+        /// The job key.
+        job: String,
+        /// Its inputs digest.
+        inputs: [u8; 32],
+        /// The secret inputs it read and what each gave.
+        outcomes: Outcomes,
+        /// When it read a `fromFile` file: the digest of its spec files' names (`render::unit::files_digest`).
+        files: Option<[u8; 32]>,
+        /// Its components.
+        components: Vec<Shape>,
+    },
+}
+
+/// Names the namespace only: what its reads gave is never shown.
+impl std::fmt::Debug for UnitOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnitOutcome::Kept { job, .. } => f.debug_struct("Kept").field("job", job).finish_non_exhaustive(),
+            UnitOutcome::Rendered { job, .. } => f.debug_struct("Rendered").field("job", job).finish_non_exhaustive(),
+        }
+    }
+}
+
+/// A rendered component as a namespace's entry takes it.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    /// Its id.
+    pub id: String,
+    /// How long Flux waits for it.
+    pub timeout: String,
+    /// What it waits for.
+    pub depends_on: Vec<String>,
+    /// Its depth in the graph.
+    pub depth: usize,
+    /// The Secrets it seals, in order: namespace and name.
+    pub secrets: Vec<(String, String)>,
+}
+
+impl Shape {
+    /// The shape of `component`.
+    #[must_use]
+    pub fn of(component: &Component) -> Shape {
+        Shape {
+            id: component.id.clone(),
+            timeout: component.timeout.clone(),
+            depends_on: component.depends_on.clone(),
+            depth: component.depth,
+            secrets: component.secrets.iter().map(|secret| (secret.namespace.clone(), secret.name.clone())).collect(),
+        }
     }
 }
 

@@ -20,6 +20,7 @@ pub mod server;
 pub mod stamp;
 pub mod templates;
 pub mod tenant;
+pub mod unit;
 pub mod values;
 
 pub use engine::labels;
@@ -60,6 +61,9 @@ pub struct Component {
     pub objects: Vec<Resource>,
     /// Secrets to seal, in memory only.
     pub secrets: Vec<PlainSecret>,
+    /// Sealed Secrets' files given back by the memo with their namespace ([`unit`]): kept as
+    /// they are, never sealed again.
+    pub sealed: Vec<memo::KeptSealed>,
     /// How long Flux waits for it to become ready.
     pub timeout: String,
 }
@@ -80,12 +84,16 @@ pub struct RenderedCluster {
 pub struct Rendered {
     /// Every cluster.
     pub clusters: Vec<RenderedCluster>,
-    /// Every credential resolved while rendering (for `tfrs audit`), by logical path.
+    /// Every credential resolved while rendering (for `tfrs audit`), by logical path; a
+    /// namespace the memo gave back whole resolves none.
     pub resolved: Vec<ResolvedSecret>,
     /// What the next render into the same output directory may reuse (empty without a memo).
     pub memo: memo::Table,
     /// How many templated units the memo gave back instead of rendering them.
     pub reused: usize,
+    /// What each tenant namespace's entry is made from, once its Secrets are sealed
+    /// ([`unit::record`]); empty without a memo.
+    pub units: Vec<memo::UnitOutcome>,
 }
 
 /// A credential's plaintext and where it belongs. Never printed: `Debug` shows the path only.
@@ -157,7 +165,8 @@ pub fn render_with_memo(
         }
     }
     if context.errors.is_empty() {
-        Ok(Rendered { clusters, resolved: context.resolved, memo: context.recorded.into_iter().collect(), reused: context.reused })
+        let memo = context.recorded.into_iter().collect();
+        Ok(Rendered { clusters, resolved: context.resolved, memo, reused: context.reused, units: context.units })
     } else {
         Err(Problems { diagnostics: context.errors, environment: context.environment })
     }

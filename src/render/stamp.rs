@@ -121,17 +121,7 @@ impl ClusterStamp {
         reads: &BTreeSet<Read>,
         source: &dyn SecretInputs,
     ) -> String {
-        // NB: read again through a recording, so that what each gives now is put as the render's
-        // own reads were.
-        let recording = Recording::new(source);
-        for read in reads {
-            match read {
-                Read::Env(name) => drop(recording.env(name).map(Zeroizing::new)),
-                Read::File(spec_file, path) => drop(recording.file(spec_file, path).map(Zeroizing::new)),
-            }
-        }
-        let outcomes = recording.into_outcomes();
-        Self::of(key, build, cluster, inputs, &outcomes)
+        Self::of(key, build, cluster, inputs, &read_again(reads, source))
     }
 
     /// The stamp of cluster `cluster` of build `build`, from `inputs` and what each secret
@@ -145,23 +135,7 @@ impl ClusterStamp {
         push_lp(&mut head, cluster.as_bytes());
         head.extend_from_slice(inputs);
         mac.update(&head);
-        for (read, outcome) in outcomes {
-            let mut part = Vec::new();
-            match read {
-                Read::Env(name) => {
-                    push_lp(&mut part, b"env");
-                    push_lp(&mut part, name.as_bytes());
-                }
-                Read::File(spec_file, path) => {
-                    push_lp(&mut part, b"file");
-                    push_lp(&mut part, spec_file.as_bytes());
-                    push_lp(&mut part, path.as_bytes());
-                }
-            }
-            mac.update(&part);
-            // NB: the value goes into the keyed MAC only.
-            mac.update(outcome);
-        }
+        absorb_reads(&mut mac, outcomes);
         to_hex(&mac.finalize().into_bytes())
     }
 
@@ -169,6 +143,41 @@ impl ClusterStamp {
     #[must_use]
     pub fn holds(&self, key: &[u8; 32], build: &str, cluster: &str, inputs: &[u8; 32], records: u64, source: &dyn SecretInputs) -> bool {
         self.records == records && Self::compute(key, build, cluster, inputs, &self.reads, source) == self.stamp
+    }
+}
+
+/// What each of `reads` gives now, read through `source` (and recorded there too, when it is a
+/// [`Recording`]), as a [`Recording`] of the render's own reads would have put it.
+#[must_use]
+pub fn read_again(reads: &BTreeSet<Read>, source: &dyn SecretInputs) -> Outcomes {
+    let recording = Recording::new(source);
+    for read in reads {
+        match read {
+            Read::Env(name) => drop(recording.env(name).map(Zeroizing::new)),
+            Read::File(spec_file, path) => drop(recording.file(spec_file, path).map(Zeroizing::new)),
+        }
+    }
+    recording.into_outcomes()
+}
+
+/// Adds each read and what it gave to `mac`, in order: its kind and names length-prefixed, then
+/// the outcome (the value goes into the keyed MAC only).
+pub(crate) fn absorb_reads(mac: &mut Hmac<Sha256>, outcomes: &Outcomes) {
+    for (read, outcome) in outcomes {
+        let mut part = Vec::new();
+        match read {
+            Read::Env(name) => {
+                push_lp(&mut part, b"env");
+                push_lp(&mut part, name.as_bytes());
+            }
+            Read::File(spec_file, path) => {
+                push_lp(&mut part, b"file");
+                push_lp(&mut part, spec_file.as_bytes());
+                push_lp(&mut part, path.as_bytes());
+            }
+        }
+        mac.update(&part);
+        mac.update(outcome);
     }
 }
 

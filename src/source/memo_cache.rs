@@ -1,9 +1,10 @@
 //! Where the render memo (`crate::render::memo`) of an output directory is kept between runs:
 //! `<cache>/memo-<digest of the directory's absolute path>/`, with `<cache>` the first of
 //! `$TFRS_CACHE_DIR`, `$XDG_CACHE_HOME/tfrs`, `$HOME/.cache/tfrs`; in it, per cluster,
-//! `<cluster>.json` (the memo's entries), `<cluster>.files` (the records of its files,
-//! `crate::tree::current`) and `<cluster>.stamp` (the cluster's stamp,
-//! `crate::render::stamp`). Per cluster, so that a render holds one cluster's memo at a time.
+//! `<cluster>.json` (the memo's entries), `<cluster>.units` (its tenant namespaces' entries,
+//! `crate::render::unit`), `<cluster>.files` (the records of its files, `crate::tree::current`)
+//! and `<cluster>.stamp` (the cluster's stamp, `crate::render::stamp`). Per cluster, so that a
+//! render holds one cluster's memo at a time.
 //!
 //! It is outside the output directory on purpose: the tree stays exactly the layout
 //! `docs/render.md` shows, and the memo, which names the tfrs executable it was made by, never
@@ -12,6 +13,7 @@
 
 use crate::render::memo::{Previous, Table};
 use crate::render::stamp::ClusterStamp;
+use crate::render::unit;
 use crate::tree::current::Records;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -33,6 +35,11 @@ pub(crate) fn path(out: &Path) -> Option<PathBuf> {
 /// The memo's entries of `cluster`, or none.
 pub(crate) fn load_jobs(dir: &Path, cluster: &str) -> Previous {
     std::fs::read(dir.join(format!("{cluster}.json"))).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
+}
+
+/// The entries of the tenant namespaces of `cluster`, or none.
+pub(crate) fn load_units(dir: &Path, cluster: &str) -> unit::Previous {
+    std::fs::read(dir.join(format!("{cluster}.units"))).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
 }
 
 /// The records of the files of `cluster`, or none.
@@ -57,13 +64,13 @@ pub(crate) struct Staged {
 }
 
 impl Staged {
-    /// Writes the memo of `cluster` (`jobs` unless `None`, `records`, and `stamp` when given)
-    /// into memo directory `dir`, beside its place.
+    /// Writes the memo of `cluster` (its entries and its namespaces' unless `None`, `records`,
+    /// and `stamp` when given) into memo directory `dir`, beside its place.
     pub(crate) fn add(
         &mut self,
         dir: &Path,
         cluster: &str,
-        jobs: Option<&Table>,
+        jobs: Option<(&Table, &unit::Table)>,
         records: &Records,
         stamp: Option<&ClusterStamp>,
     ) -> std::io::Result<()> {
@@ -82,7 +89,10 @@ impl Staged {
             file.flush()?;
         }
         let mut lines = create(format!("{cluster}.files"))?;
-        let Some(jobs) = jobs else { return records.write_to(&mut lines).and_then(|()| lines.flush()) };
+        let Some((jobs, units)) = jobs else { return records.write_to(&mut lines).and_then(|()| lines.flush()) };
+        let mut namespaces = create(format!("{cluster}.units"))?;
+        serde_json::to_writer(&mut namespaces, units).map_err(std::io::Error::other)?;
+        namespaces.flush()?;
         let mut json = create(format!("{cluster}.json"))?;
         // NB: the two files are written side by side.
         let (json, lines) = rayon::join(
@@ -117,7 +127,7 @@ impl Drop for Staged {
 
 /// Forgets the memo of `cluster` in memo directory `dir` (its output was removed).
 pub(crate) fn forget(dir: &Path, cluster: &str) {
-    for extension in ["json", "files", "stamp"] {
+    for extension in ["json", "units", "files", "stamp"] {
         let _ = std::fs::remove_file(dir.join(format!("{cluster}.{extension}")));
     }
 }

@@ -6,6 +6,7 @@
 use super::plan::{self, Plan};
 use crate::layout::{self, kustomization};
 use crate::object::{ContentId, ObjectId};
+use crate::render::memo::Entry;
 use crate::render::{Component, RenderedCluster};
 use crate::secrets::PlainSecret;
 use crate::secrets::seal::Sealer;
@@ -131,6 +132,8 @@ pub(super) struct Laid {
     pub(super) kept: Vec<(String, ContentId)>,
     pub(super) plan: Plan,
     pub(super) pending: Vec<Pending>,
+    /// The memo entries of the sealed files given back with their namespace.
+    pub(super) sealed: Vec<(String, Entry)>,
 }
 
 /// Lays out one cluster. `sealer` names the Secrets' files and plan entries; without one, a
@@ -152,11 +155,13 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>) -> Resu
     let mut kept = Vec::new();
     let mut components = Vec::with_capacity(laid.len());
     let mut pending = Vec::new();
+    let mut sealed = Vec::new();
     for laid in laid {
         let laid = laid?;
         files.extend(laid.files);
         kept.extend(laid.kept);
         pending.extend(laid.pending);
+        sealed.extend(laid.sealed);
         components.push(laid.plan);
     }
     let gitops_dir = layout::gitops_dir(&name);
@@ -192,7 +197,7 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>) -> Resu
     files.push((format!("{gitops_dir}/{}", layout::KUSTOMIZATION), kustomization(&gitops_files).into_bytes()));
     files.push((format!("{root}/{}", layout::KUSTOMIZATION), kustomization(&["gitops"]).into_bytes()));
     files.push((layout::plan_path(&plan.cluster), plan_text.into_bytes()));
-    Ok(Laid { files, kept, plan, pending })
+    Ok(Laid { files, kept, plan, pending, sealed })
 }
 
 /// One component laid out.
@@ -201,6 +206,7 @@ struct LaidComponent {
     kept: Vec<(String, ContentId)>,
     plan: plan::Component,
     pending: Vec<Pending>,
+    sealed: Vec<(String, Entry)>,
 }
 
 fn lay_out_component(cluster: &str, mut component: Component, sealer: Option<&Sealer>) -> Result<LaidComponent, Error> {
@@ -237,6 +243,12 @@ fn lay_out_component(cluster: &str, mut component: Component, sealer: Option<&Se
         let file = add(sealer.target(&secret), Body::Sealed)?;
         pending.push(Pending { path: format!("{dir}/{file}"), component: component.id.clone(), secret });
     }
+    // NB: a sealed file given back with its namespace is kept where it is, as it is.
+    let mut sealed = Vec::with_capacity(component.sealed.len());
+    for kept in std::mem::take(&mut component.sealed) {
+        add(kept.id, Body::Kept(kept.content))?;
+        sealed.push(kept.entry);
+    }
     let names: Vec<&String> = entries.keys().collect();
     let mut files = Vec::with_capacity(entries.len() + 1);
     let mut kept = Vec::new();
@@ -249,7 +261,7 @@ fn lay_out_component(cluster: &str, mut component: Component, sealer: Option<&Se
         }
     }
     let Component { id, depends_on, .. } = component;
-    Ok(LaidComponent { files, kept, plan: plan::Component { id, path, depends_on, objects }, pending })
+    Ok(LaidComponent { files, kept, plan: plan::Component { id, path, depends_on, objects }, pending, sealed })
 }
 
 /// What goes into an object's file: its bytes, the bytes already there (kept by the memo), or
@@ -400,6 +412,7 @@ mod tests {
                     depth: 0,
                     objects,
                     secrets: Vec::new(),
+                    sealed: Vec::new(),
                     timeout: "10m".into(),
                 })
                 .collect(),

@@ -59,6 +59,8 @@ pub struct Tree {
     /// Set by [`Tree::keep_sealed`]: the stamps of the sealed files it kept, what records the
     /// others' once sealed, and their seal inputs by path.
     sealed_memo: Option<SealedMemo>,
+    /// The stamps of the sealed files given back with their namespace (`render::unit`).
+    unit_sealed: Vec<(String, Entry)>,
 }
 
 /// What the render memo knows of the sealed files (see [`Tree::keep_sealed`]).
@@ -98,6 +100,7 @@ impl Tree {
         self.plans.push(laid.plan);
         self.sealers.push(sealer);
         self.pending.extend(laid.pending.into_iter().map(|p| (index, p)));
+        self.unit_sealed.extend(laid.sealed);
         Ok(())
     }
 
@@ -141,12 +144,14 @@ impl Tree {
         kept
     }
 
-    /// The memo entries of the sealed files, by job key, once [`Tree::seal`] ran: those
-    /// [`Tree::keep_sealed`] kept and those sealed since (none when it did not run).
+    /// The memo entries of the sealed files, by job key, once [`Tree::seal`] ran: those given
+    /// back with their namespace, those [`Tree::keep_sealed`] kept and those sealed since
+    /// (only the first when it did not run).
     #[must_use]
     pub fn sealed_entries(&self) -> Vec<(String, Entry)> {
-        let Some(sealed_memo) = &self.sealed_memo else { return Vec::new() };
-        let mut entries = sealed_memo.kept.clone();
+        let mut entries = self.unit_sealed.clone();
+        let Some(sealed_memo) = &self.sealed_memo else { return entries };
+        entries.extend(sealed_memo.kept.iter().cloned());
         for (cluster, pending) in &self.pending {
             let (Some(inputs), Some(bytes), Some(sealer)) =
                 (sealed_memo.inputs.get(&pending.path), self.files.get(&pending.path), self.sealers[*cluster].as_ref())

@@ -34,6 +34,12 @@ fn same_as_without_memo(spec: &Path, out: &Path, fresh: &Path, operator_tag: &st
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    same_trees(out, fresh, what);
+}
+
+/// Asserts the memoised tree `out` holds the files of `fresh` (a render without a memo), but
+/// for ciphertext.
+pub(super) fn same_trees(out: &Path, fresh: &Path, what: &str) {
     let (memoised, fresh) = (read_tree(out), read_tree(fresh));
     assert_eq!(memoised.keys().collect::<Vec<_>>(), fresh.keys().collect::<Vec<_>>(), "{what}");
     for (path, content) in &memoised {

@@ -1,8 +1,36 @@
 //! A spec's parts: the objects placed in some of its clusters.
 
-use super::Spec;
+use super::{Object, Spec};
+use crate::spec::yaml::{Node, Value};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+
+impl<S> Object<S> {
+    /// Adds to `out` the index of every file its merged tree and its layers come from (what
+    /// decides, besides its spec, where a `fromFile` path of it is looked for).
+    pub fn source_files(&self, out: &mut BTreeSet<usize>) {
+        files_of(&self.tree, out);
+        for layer in &self.layers {
+            files_of(&layer.spec, out);
+            out.extend(layer.selected_at.map(|origin| origin.file));
+        }
+    }
+}
+
+/// Adds the file of every node and key of `node`.
+fn files_of(node: &Node, out: &mut BTreeSet<usize>) {
+    out.insert(node.origin.file);
+    match &node.value {
+        Value::Seq(items) => items.iter().for_each(|item| files_of(item, out)),
+        Value::Map(entries) => {
+            for (key, value) in entries {
+                out.insert(key.origin.file);
+                files_of(value, out);
+            }
+        }
+        _ => {}
+    }
+}
 
 impl Spec {
     /// The objects placed in `cluster`: the cluster, its tenants and their servers.
