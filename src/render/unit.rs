@@ -23,11 +23,12 @@
 //!
 //! `reads` are the secret inputs (environment variables, `fromFile` files) its render read,
 //! each with what it gave, as in the cluster stamp ([`super::stamp`]); to check the stamp they
-//! are read again. A `fromFile` path is read relative to the spec file that names it, so when
-//! the namespace read a file, `files` (the digest of the names of every spec file its objects
-//! were read from) is in the stamp too: an object moved to another file is rendered again.
-//! Nothing else of a render depends on where its specs were read from (only messages do), so a
-//! namespace that reads no file is given back whatever the spec files are called. The entries are the memo's own, each made from inputs that the namespace's
+//! are read again. A `fromFile` path is read relative to the spec file its field was written in,
+//! so when the namespace read a file, `files` (the digest of which file each field of its
+//! objects was written in, [`files_digest`]) is in the stamp too: a field moved to another
+//! file, even one with the same text, renders it again. Nothing else of a render depends on
+//! where its specs were read from (only messages do), so a namespace that reads no file is
+//! given back whatever the spec files are called. The entries are the memo's own, each made from inputs that the namespace's
 //! inputs decide, and the content ids are those of the files now (as the memo's
 //! [`memo::Contents`] answer). A stamp that holds gives back every component of the namespace
 //! with its objects and its sealed Secrets' files kept (by content id, not read) and its
@@ -48,10 +49,11 @@ use crate::secrets::bytes::{push_lp, to_hex};
 use crate::secrets::resolve::SecretInputs;
 use crate::spec::Object;
 use crate::spec::diagnostic::FileTable;
+use crate::spec::yaml::{Node, Value};
 use hmac::{Hmac, Mac};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 /// The tag of unit digests and stamps.
 const TAG: &[u8] = b"tfrs/unit/v1";
@@ -103,17 +105,43 @@ pub(crate) fn reads_files<'r>(mut reads: impl Iterator<Item = &'r Read>) -> bool
     reads.any(|read| matches!(read, Read::File(..)))
 }
 
-/// The digest of the names of every spec file the objects of `unit` were read from, in order.
+/// The digest of where every field of the objects of `unit` was written: each node of their
+/// merged trees with its key and the name of its file, in order, and each of their layers' file
+/// and the file that selected it. A `fromFile` path is read relative to the file its field was
+/// written in (`Object::locate`), which this decides.
 pub(crate) fn files_digest(unit: &Unit<'_>, files: &dyn FileTable) -> [u8; 32] {
-    let mut sources = BTreeSet::new();
-    unit.tenants.iter().for_each(|tenant| tenant.source_files(&mut sources));
-    unit.servers.iter().for_each(|server| server.source_files(&mut sources));
     let mut hasher = Sha256::new();
     hasher.update(TAG);
-    for file in sources {
-        hasher.update(lp(files.name(file).as_bytes()));
+    let objects = unit.tenants.iter().map(|t| (&t.tree, &t.layers)).chain(unit.servers.iter().map(|s| (&s.tree, &s.layers)));
+    for (tree, layers) in objects {
+        origins(tree, files, &mut hasher);
+        hasher.update((layers.len() as u64).to_be_bytes());
+        for layer in layers {
+            hasher.update(lp(files.name(layer.spec.origin.file).as_bytes()));
+            hasher.update(lp(layer.selected_at.map_or("", |origin| files.name(origin.file)).as_bytes()));
+        }
     }
     hasher.finalize().into()
+}
+
+/// Adds the file name of `node` and, for each entry or item below it, its key and file name.
+fn origins(node: &Node, files: &dyn FileTable, hasher: &mut Sha256) {
+    hasher.update(lp(files.name(node.origin.file).as_bytes()));
+    match &node.value {
+        Value::Seq(items) => {
+            hasher.update((items.len() as u64).to_be_bytes());
+            items.iter().for_each(|item| origins(item, files, hasher));
+        }
+        Value::Map(entries) => {
+            hasher.update((entries.len() as u64).to_be_bytes());
+            for (key, value) in entries {
+                hasher.update(lp(key.name.as_bytes()));
+                hasher.update(lp(files.name(key.origin.file).as_bytes()));
+                origins(value, files, hasher);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A Secret's digest: its identity, type, labels, annotations, scope and values (the digest is

@@ -96,3 +96,40 @@ fn a_namespace_is_given_back_whole_only_while_everything_it_is_rendered_from_hol
     assert_eq!(namespaces_kept(&render()), None);
     check("the certificate's file changed");
 }
+
+#[test]
+fn the_same_file_named_from_another_layer_renders_its_namespace_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = copy_fixture("demo", dir.path());
+    let (out, fresh, memos) = (dir.path().join("out"), dir.path().join("fresh"), dir.path().join("memos"));
+    // NB: the team overlay (in `overlays/`) names the OpenAI key of every server, each reading
+    // it relative to `overlays/`; robot1's own spec names the same path, read next to it.
+    let overlay = spec.join("overlays/team.yaml");
+    edit(
+        &overlay,
+        "kind: TFRServer\nspec:\n",
+        "kind: TFRServer\nspec:\n  secretData:\n    OPENAI_API_KEY: { fromFile: secrets/openai-api-key.txt }\n",
+    );
+    std::fs::create_dir_all(spec.join("overlays/secrets")).unwrap();
+    std::fs::write(spec.join("overlays/secrets/openai-api-key.txt"), "sk-overlay-key\n").unwrap();
+    let render = || {
+        let output = common::fixture_command()
+            .env("TFRS_CACHE_DIR", &memos)
+            .args(["render", spec.to_str().unwrap(), "--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+        output
+    };
+    render();
+
+    // robot1 no longer names the file itself: its merged spec is the same text, but the file is
+    // now the overlay's. Its namespace is rendered again; the other is given back.
+    edit(&spec.join("servers.yaml"), "    OPENAI_API_KEY: { fromFile: secrets/openai-api-key.txt }\n", "");
+    let output = render();
+    assert_eq!(namespaces_kept(&output), Some((1, 2)), "{}", report(&output));
+    let output =
+        common::fixture_command().args(["render", spec.to_str().unwrap(), "--out", fresh.to_str().unwrap(), "--no-memo"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    same_trees(&out, &fresh, "robot1's key read from the overlay's directory");
+}
