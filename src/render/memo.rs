@@ -151,9 +151,10 @@ impl<'a> Memo<'a> {
         self
     }
 
-    /// The entry of job `job` as the last run left it, unless already given back.
-    pub(crate) fn peek(&self, job: &str) -> Option<Entry> {
-        self.previous.get(job)?.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    /// What `look` says of the entry of job `job` as the last run left it (none once given
+    /// back); the entry stays.
+    pub(crate) fn with_entry<R>(&self, job: &str, look: impl FnOnce(&Entry) -> Option<R>) -> Option<R> {
+        look(self.previous.get(job)?.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()?)
     }
 
     /// Takes the entry of job `job` out (it moves into this run's table).

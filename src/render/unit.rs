@@ -247,15 +247,15 @@ pub(crate) fn keep(
     }
     let mut components = Vec::with_capacity(found.len());
     let mut entries = Vec::with_capacity(found.len());
-    for (component, depends_on, depth, (template, entry, objects), sealed) in found {
+    for (component, depends_on, depth, (template, objects), sealed) in found {
+        let entry = memo.take(&template)?;
         let resources = entry.objects.iter().zip(objects).map(|(o, id)| Resource { id: o.id.clone(), text: String::new(), kept: Some(id) });
         let resources = resources.collect();
+        entries.push((template, entry));
         let sealed = sealed
             .into_iter()
             .map(|(key, id, content)| Some(KeptSealed { id, content, entry: (key.clone(), memo.take(&key)?) }))
             .collect::<Option<Vec<_>>>()?;
-        let entry = memo.take(&template)?;
-        entries.push((template, entry));
         components.push(Component {
             id: component.id.clone(),
             depends_on,
@@ -271,7 +271,7 @@ pub(crate) fn keep(
 
 /// A component of a namespace's last entry, checked into `stamp`: where the graph places it now,
 /// its template's entry and its objects' content ids now, and its sealed Secrets' files.
-type Checked<'c> = (&'c UnitComponent, Vec<String>, usize, (String, Entry, Vec<ContentId>), Vec<(String, ObjectId, ContentId)>);
+type Checked<'c> = (&'c UnitComponent, Vec<String>, usize, (String, Vec<ContentId>), Vec<(String, ObjectId, ContentId)>);
 
 /// Checks `component` of a namespace's last entry into `stamp` (see [`keep`]); `None` when the
 /// graph no longer has it, or an entry or file it had is gone.
@@ -285,19 +285,20 @@ fn checked<'c>(memo: &Memo<'_>, frame: &Frame<'_>, component: &'c UnitComponent,
     stamp.component(&component.id, &component.timeout, depth, depends_on);
     let dir = crate::layout::component_dir(cluster, &component.id);
     let template = format!("{cluster}/{}", component.id);
-    let entry = memo.peek(&template).filter(|entry| entry.dir == dir)?;
-    let objects = stamp.entry(&template, &entry, &content)?;
+    let objects = memo.with_entry(&template, |entry| if entry.dir == dir { stamp.entry(&template, entry, &content) } else { None })?;
     let mut sealed = Vec::with_capacity(component.sealed.len());
     for key in &component.sealed {
-        let entry = memo.peek(key).filter(|entry| entry.dir == dir)?;
-        let [object] = entry.objects.as_slice() else { return None };
-        if object.file != object.id.file_name() {
-            return None;
-        }
-        let [now] = stamp.entry(key, &entry, &content)?[..] else { return None };
-        sealed.push((key.clone(), object.id.clone(), now));
+        let (id, now) = memo.with_entry(key, |entry| {
+            let [object] = entry.objects.as_slice() else { return None };
+            if entry.dir != dir || object.file != object.id.file_name() {
+                return None;
+            }
+            let [now] = stamp.entry(key, entry, &content)?[..] else { return None };
+            Some((object.id.clone(), now))
+        })?;
+        sealed.push((key.clone(), id, now));
     }
-    Some((component, depends_on.to_vec(), depth, (template, entry, objects), sealed))
+    Some((component, depends_on.to_vec(), depth, (template, objects), sealed))
 }
 
 /// The entries of the namespaces a render gave `outcomes` for, once its Secrets are sealed:
