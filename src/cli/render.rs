@@ -4,7 +4,6 @@ use super::Status;
 use super::args::RenderArgs;
 use super::stages::{load, report, select};
 use crate::layout;
-use crate::object::ContentId;
 use crate::pipeline::{self, Built, Failure, Setup};
 use crate::render::stamp::{ClusterStamp, Outcomes};
 use crate::render::unit;
@@ -256,9 +255,14 @@ fn render_cluster(
     let changes = current.changes(&files, &unread, &|_| true, &|_| false);
     let stats = sum.add(&changes.update, Some((&files, &unread)), staging.as_deref_mut())?;
     let records = (context.memos.is_some() && staging.is_some()).then(|| changes.records(&stats));
-    // NB: the namespaces' entries are made from the files as they will be.
-    let content = |path: &str| unread.get(path).copied().or_else(|| files.get(path).map(|bytes| ContentId::of(bytes)));
-    let namespaces = memo.as_ref().filter(|_| records.is_some()).map(|memo| unit::record(&memo.stamper(), outcomes, &jobs, &content));
+    // NB: the namespaces' entries are made from the files as they will be, by their records.
+    let namespaces = match (&memo, &records) {
+        (Some(memo), Some(records)) => {
+            let content = |path: &str| records.files.get(path).map(|record| record.content);
+            Some(unit::record(&memo.stamper(), outcomes, &jobs, &content))
+        }
+        _ => None,
+    };
     drop((changes, sealed, memo));
     // NB: freed in the background, before the memo is written: a cluster's tens of thousands of
     // buffers and paths, one by one.
