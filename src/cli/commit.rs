@@ -68,7 +68,11 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         let (files, kept) = (tree.files(), tree.kept());
         let content = |path: &str| kept.get(path).copied().or_else(|| files.get(path).map(|bytes| crate::object::ContentId::of(bytes)));
         let namespaces = units.map(|(stamper, outcomes)| unit::record(&stamper, outcomes, &jobs, &content)).unwrap_or_default();
+        // NB: the tree (its plaintext zeroized) is dropped beside the memo's writing, and
+        // before the process ends.
+        let dropping = std::thread::spawn(move || drop(tree));
         save_memo(memos, &spec, &jobs, &namespaces);
+        let _ = dropping.join();
     }
     let remote = push.map(|p| p.remote).unwrap_or_default();
     // NB: the process ends next; freeing the specs one object at a time is not worth its time
@@ -143,18 +147,29 @@ fn build_with_memo(
     if let Some(memos) = memos {
         let tip = repo.find_reference(&format!("refs/heads/{branch}")).ok().and_then(|r| r.peel_to_tree().ok());
         known = tip.as_ref().map(|tip| KnownIds { tree: tip.id(), dirs: Vec::new(), ids: BTreeMap::new() });
-        for cluster in &spec.clusters {
-            jobs.extend(memo_cache::load_jobs(memos, cluster.name()));
-            namespaces.extend(memo_cache::load_units(memos, cluster.name()));
+        // NB: the memo's files are read on a thread of their own while the branch's tree is
+        // walked here (the repository is not shared across threads).
+        let names: Vec<&str> = spec.clusters.iter().map(|c| c.name()).collect();
+        std::thread::scope(|scope| -> anyhow::Result<()> {
+            let loading = scope.spawn(|| {
+                let mut loaded = (crate::render::memo::Previous::new(), unit::Previous::new());
+                for name in &names {
+                    loaded.0.extend(memo_cache::load_jobs(memos, name));
+                    loaded.1.extend(memo_cache::load_units(memos, name));
+                }
+                loaded
+            });
             if let (Some(tip), Some(known)) = (tip.as_ref(), known.as_mut()) {
-                let dir = crate::layout::cluster_dir(cluster.name());
-                crate::git::file_ids(repo, tip, &dir, &mut known.ids)?;
-                known.dirs.push(dir);
+                for name in &names {
+                    let dir = crate::layout::cluster_dir(name);
+                    crate::git::file_ids(repo, tip, &dir, &mut known.ids)?;
+                    known.dirs.push(dir);
+                }
+                known.dirs.sort();
             }
-        }
-        if let Some(known) = known.as_mut() {
-            known.dirs.sort();
-        }
+            (jobs, namespaces) = loading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            Ok(())
+        })?;
     }
     // NB: a branch without a tip has no files for the memo to keep.
     let none = crate::tree::Kept::new();
