@@ -255,14 +255,7 @@ fn render_cluster(
     let changes = current.changes(&files, &unread, &|_| true, &|_| false);
     let stats = sum.add(&changes.update, Some((&files, &unread)), staging.as_deref_mut())?;
     let records = (context.memos.is_some() && staging.is_some()).then(|| changes.records(&stats));
-    // NB: the namespaces' entries are made from the files as they will be, by their records.
-    let namespaces = match (&memo, &records) {
-        (Some(memo), Some(records)) => {
-            let content = |path: &str| records.files.get(path).map(|record| record.content);
-            Some(unit::record(&memo.stamper(), outcomes, &jobs, &content))
-        }
-        _ => None,
-    };
+    let namespaces = namespace_entries(memo.as_ref(), records.as_ref(), outcomes, &jobs);
     drop((changes, sealed, memo));
     // NB: freed in the background, before the memo is written: a cluster's tens of thousands of
     // buffers and paths, one by one.
@@ -277,6 +270,19 @@ fn render_cluster(
     }
     std::thread::spawn(move || drop(jobs));
     Ok(Ok(()))
+}
+
+/// The entries of the namespaces a render gave `outcomes` for, made from the files as they will
+/// be, by their `records` (`jobs` is the render's memo table); none without a memo or records.
+fn namespace_entries(
+    memo: Option<&crate::render::Memo<'_>>,
+    records: Option<&crate::tree::current::Records>,
+    outcomes: Vec<unit::Outcome>,
+    jobs: &crate::render::memo::Table,
+) -> Option<unit::Table> {
+    let (memo, records) = (memo?, records?);
+    let content = |path: &str| records.files.get(path).map(|record| record.content);
+    Some(unit::record(&memo.stamper(), outcomes, jobs, &content))
 }
 
 /// The files of cluster `name` now (identified by `records` where they allow), and its memo's
