@@ -213,7 +213,7 @@ fn build_from(
     for cluster in rendered.clusters {
         let Some(sealer) = sealers.remove(cluster.name.as_str()) else { continue };
         let name = cluster.name.clone();
-        tree.add(cluster, sealer).map_err(|error| {
+        tree.add_with_memo(cluster, sealer, memo).map_err(|error| {
             if error.is_inconsistent() {
                 Failure::Inconsistent { cluster: name, error: Box::new(error) }
             } else {

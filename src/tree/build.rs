@@ -6,7 +6,7 @@
 use super::plan::{self, Plan};
 use crate::layout::{self, kustomization};
 use crate::object::{ContentId, ObjectId};
-use crate::render::memo::Entry;
+use crate::render::memo::{Entry, Memo};
 use crate::render::{Component, RenderedCluster};
 use crate::secrets::PlainSecret;
 use crate::secrets::seal::Sealer;
@@ -132,7 +132,8 @@ pub(super) struct Laid {
     pub(super) kept: Vec<(String, ContentId)>,
     pub(super) plan: Plan,
     pub(super) pending: Vec<Pending>,
-    /// The memo entries of the sealed files given back with their namespace.
+    /// The memo entries of the files the memo vouches for here: the sealed files given back
+    /// with their namespace, and `plan.json`.
     pub(super) sealed: Vec<(String, Entry)>,
 }
 
@@ -147,7 +148,7 @@ pub(super) struct Laid {
 /// A Secret without a sealer, two objects that would share a file (the first in component
 /// order), objects anywhere in the cluster (`gitops/` included) that share an identity
 /// ([`Error::SameObject`], every pair).
-pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>) -> Result<Laid, Error> {
+pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>, memo: Option<&Memo<'_>>) -> Result<Laid, Error> {
     let RenderedCluster { name, components, gitops, .. } = cluster;
     let laid: Vec<Result<LaidComponent, Error>> =
         components.into_par_iter().map(|component| lay_out_component(&name, component, sealer)).collect();
@@ -181,14 +182,15 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>) -> Resu
     // `commit`, `diff` and `reconcile`.
     let root = layout::cluster_dir(&name);
     let plan = Plan { cluster: name, components };
-    // NB: the plan's text (tens of MB for a large cluster) is made beside the check.
-    let (clashes, plan_text) = rayon::join(
+    // NB: the plan's text (tens of MB for a large cluster) is made beside the check, unless the
+    // memo vouches for the file written from an equal plan.
+    let (clashes, (plan_file, plan_entry)) = rayon::join(
         || {
             let component_objects =
                 plan.components.iter().flat_map(|c| c.objects.iter().map(|o| (&o.id, Some(root.as_str()), o.file.as_str())));
             same_objects(component_objects.chain(gitops_objects.iter().map(|(id, path)| (id, None, path.as_str()))))
         },
-        || plan.to_text(),
+        || plan_file(&plan, memo),
     );
     if !clashes.is_empty() {
         return Err(Error::SameObject(clashes));
@@ -196,8 +198,35 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>) -> Resu
     gitops_files.sort();
     files.push((format!("{gitops_dir}/{}", layout::KUSTOMIZATION), kustomization(&gitops_files).into_bytes()));
     files.push((format!("{root}/{}", layout::KUSTOMIZATION), kustomization(&["gitops"]).into_bytes()));
-    files.push((layout::plan_path(&plan.cluster), plan_text.into_bytes()));
+    let path = layout::plan_path(&plan.cluster);
+    match plan_file {
+        Body::Kept(content) => kept.push((path, content)),
+        Body::Bytes(bytes) => files.push((path, bytes)),
+        Body::Sealed => unreachable!("a plan is never sealed"),
+    }
+    sealed.extend(plan_entry);
     Ok(Laid { files, kept, plan, pending, sealed })
+}
+
+/// The memo's job of a cluster's `plan.json`; `:` keeps it apart from every component's job.
+fn plan_job(cluster: &str) -> String {
+    format!("{cluster}/plan:json")
+}
+
+/// `plan.json` of `plan`: kept as it is when the memo vouches for the file written from a plan
+/// of the same digest ([`Plan::digest`]), else its text; with the memo, its entry.
+fn plan_file(plan: &Plan, memo: Option<&Memo<'_>>) -> (Body, Option<(String, Entry)>) {
+    let Some(memo) = memo else { return (Body::Bytes(plan.to_text().into_bytes()), None) };
+    let (job, digest, path) = (plan_job(&plan.cluster), plan.digest(), layout::plan_path(&plan.cluster));
+    if let Some((found, content, entry)) = memo.lookup_file(&job, &digest)
+        && found == path
+    {
+        return (Body::Kept(content), Some((job, entry)));
+    }
+    let text = plan.to_text().into_bytes();
+    let id = ObjectId::new(crate::spec::model::API_VERSION, "Plan", None, &plan.cluster);
+    let entry = memo.stamper().record_file(&job, &digest, &path, &id, &ContentId::of(&text));
+    (Body::Bytes(text), Some((job, entry)))
 }
 
 /// One component laid out.

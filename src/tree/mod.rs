@@ -59,7 +59,8 @@ pub struct Tree {
     /// Set by [`Tree::keep_sealed`]: the stamps of the sealed files it kept, what records the
     /// others' once sealed, and their seal inputs by path.
     sealed_memo: Option<SealedMemo>,
-    /// The stamps of the sealed files given back with their namespace (`render::unit`).
+    /// The stamps of the files the memo vouched for as they were laid out: the sealed files
+    /// given back with their namespace (`render::unit`) and `plan.json`.
     unit_sealed: Vec<(String, Entry)>,
 }
 
@@ -93,7 +94,17 @@ impl Tree {
     /// A Secret without a sealer, two objects that would share a file, objects of the cluster
     /// that share an identity ([`Error::SameObject`]); the tree is unchanged then.
     pub fn add(&mut self, cluster: RenderedCluster, sealer: Option<Sealer>) -> Result<(), Error> {
-        let laid = build::lay_out(cluster, sealer.as_ref())?;
+        self.add_with_memo(cluster, sealer, None)
+    }
+
+    /// [`Tree::add`], keeping `plan.json` as it is when the render memo vouches for the file
+    /// written from an equal plan (its entry is among [`Tree::sealed_entries`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tree::add`].
+    pub fn add_with_memo(&mut self, cluster: RenderedCluster, sealer: Option<Sealer>, memo: Option<&Memo<'_>>) -> Result<(), Error> {
+        let laid = build::lay_out(cluster, sealer.as_ref(), memo)?;
         let index = self.plans.len();
         extend(&mut self.files, laid.files);
         extend(&mut self.kept, laid.kept);
@@ -144,9 +155,10 @@ impl Tree {
         kept
     }
 
-    /// The memo entries of the sealed files, by job key, once [`Tree::seal`] ran: those given
-    /// back with their namespace, those [`Tree::keep_sealed`] kept and those sealed since
-    /// (only the first when it did not run).
+    /// The memo entries of the files the tree keeps or makes itself, by job key, once
+    /// [`Tree::seal`] ran: `plan.json`'s and the sealed files' (those given back with their
+    /// namespace, those [`Tree::keep_sealed`] kept and those sealed since; only the first when
+    /// it did not run).
     #[must_use]
     pub fn sealed_entries(&self) -> Vec<(String, Entry)> {
         let mut entries = self.unit_sealed.clone();

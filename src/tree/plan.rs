@@ -92,6 +92,49 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// The digest of everything its text is made of (the cluster, and each component's id,
+    /// path, dependencies and objects with their files, in order): equal digests, equal texts.
+    /// The render memo keeps `plan.json` unwritten by it when the components did not move.
+    #[must_use]
+    pub fn digest(&self) -> [u8; 32] {
+        use rayon::prelude::*;
+        use sha2::{Digest as _, Sha256};
+        let lp = |out: &mut Vec<u8>, bytes: &[u8]| crate::secrets::bytes::push_lp(out, bytes);
+        let parts: Vec<[u8; 32]> = self
+            .components
+            .par_iter()
+            .map(|component| {
+                let mut out = Vec::with_capacity(256 + 160 * component.objects.len());
+                lp(&mut out, component.id.as_bytes());
+                lp(&mut out, component.path.as_bytes());
+                out.extend_from_slice(&(component.depends_on.len() as u64).to_be_bytes());
+                component.depends_on.iter().for_each(|dependency| lp(&mut out, dependency.as_bytes()));
+                out.extend_from_slice(&(component.objects.len() as u64).to_be_bytes());
+                for object in &component.objects {
+                    let id = &object.id;
+                    for field in [&id.api_version, &id.kind, &id.name, &object.file] {
+                        lp(&mut out, field.as_bytes());
+                    }
+                    match id.namespace() {
+                        Some(namespace) => lp(&mut out, &[&[1], namespace.as_bytes()].concat()),
+                        None => lp(&mut out, &[0]),
+                    }
+                }
+                Sha256::digest(&out).into()
+            })
+            .collect();
+        let mut hasher = Sha256::new();
+        hasher.update(b"tfrs/plan/v1");
+        let mut head = Vec::new();
+        lp(&mut head, self.cluster.as_bytes());
+        hasher.update(&head);
+        hasher.update((parts.len() as u64).to_be_bytes());
+        parts.iter().for_each(|part| hasher.update(part));
+        hasher.finalize().into()
+    }
+}
+
 /// `text` with `place` before each line (pretty JSON has no line break inside a string).
 fn indented(text: &str, place: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
@@ -124,6 +167,46 @@ mod tests {
         assert_eq!(text, format!("{}\n", serde_json::to_string_pretty(&plan).unwrap()));
         assert!(text.contains("\"apiVersion\": \"v1\",\n          \"kind\": \"Namespace\",\n          \"namespace\": null,\n          \"name\": \"x\",\n          \"file\""), "{text}");
         assert_eq!(Plan::parse(text.as_bytes()).unwrap(), plan);
+    }
+
+    #[test]
+    fn the_digest_changes_with_every_part_of_the_text() {
+        let object =
+            |n: &str, namespace: Option<&str>| Object { id: ObjectId::new("v1", "ConfigMap", namespace, n), file: format!("c/{n}.yaml") };
+        let plan = Plan {
+            cluster: "lab".into(),
+            components: vec![
+                Component {
+                    id: "cluster/a".into(),
+                    path: "components/cluster/a".into(),
+                    depends_on: Vec::new(),
+                    objects: vec![object("one", Some("x"))],
+                },
+                Component {
+                    id: "cluster/b".into(),
+                    path: "components/cluster/b".into(),
+                    depends_on: vec!["cluster/a".into()],
+                    objects: Vec::new(),
+                },
+            ],
+        };
+        let edits: [fn(&mut Plan); 8] = [
+            |p| p.cluster = "lab2".into(),
+            |p| p.components[0].id = "cluster/z".into(),
+            |p| p.components[0].path = "components/cluster/z".into(),
+            |p| p.components[1].depends_on.clear(),
+            |p| p.components[0].objects[0].file = "c/other.yaml".into(),
+            |p| p.components[0].objects[0].id.namespace = None,
+            |p| p.components[0].objects[0].id.kind = "Secret".into(),
+            |p| p.components.swap(0, 1),
+        ];
+        for (index, edit) in edits.iter().enumerate() {
+            let mut edited = plan.clone();
+            edit(&mut edited);
+            assert_ne!(edited.to_text(), plan.to_text(), "edit {index} changes the text");
+            assert_ne!(edited.digest(), plan.digest(), "edit {index} changes the digest");
+        }
+        assert_eq!(plan.clone().digest(), plan.digest());
     }
 
     #[test]
