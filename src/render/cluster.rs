@@ -313,7 +313,7 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
     if context.errors.len() > errors_before {
         return None;
     }
-    let gitops = super::gitops::gitops_objects(context, cluster, &components, &values, &base_digest)?;
+    let gitops = super::gitops::gitops_objects(context, cluster, &mut components, &values, &base_digest)?;
     Some(RenderedCluster { name, components, gitops })
 }
 
@@ -408,6 +408,7 @@ fn cluster_components(context: &mut Context<'_>, frame: &Frame<'_>, spec: &Spec,
             objects: Vec::new(),
             secrets,
             sealed: Vec::new(),
+            gitops: None,
         });
     }
     components

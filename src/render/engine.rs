@@ -284,6 +284,7 @@ fn namespaced_shell(frame: &Frame<'_>, id: String, mut secrets: Vec<PlainSecret>
         objects: Vec::new(),
         secrets,
         sealed: Vec::new(),
+        gitops: None,
     }
 }
 
@@ -375,6 +376,13 @@ impl Values {
 pub(crate) struct Done {
     result: Result<Vec<Resource>, Vec<Diagnostic>>,
     memo: Option<(String, memo::Entry, bool)>,
+}
+
+impl Done {
+    /// A unit the memo gave back: its objects, kept, and its entry `(job, entry)`.
+    pub(crate) fn given_back(objects: Vec<Resource>, (job, entry): (String, memo::Entry)) -> Done {
+        Done { result: Ok(objects), memo: Some((job, entry, true)) }
+    }
 }
 
 /// Renders one templated unit: template `template` with values `own`, layered over `base`

@@ -65,22 +65,15 @@ pub fn gitops_name(cluster: &str, component: &Component) -> String {
 pub(crate) fn gitops_objects(
     context: &mut Context<'_>,
     cluster: &Object<ClusterSpec>,
-    components: &[Component],
+    components: &mut [Component],
     values: &Json,
     values_digest: &[u8; 32],
 ) -> Option<Vec<Resource>> {
     let name = cluster.name();
-    let (template, namespace) = match cluster.spec.gitops.engine {
-        GitopsEngine::Flux => ("gitops/flux.yaml", FLUX_NAMESPACE),
-        GitopsEngine::Argocd => ("gitops/argocd.yaml", ARGOCD_NAMESPACE),
-    };
-    let scope = Scope {
-        component: "gitops".to_owned(),
-        cluster: name.to_owned(),
-        namespaces: std::iter::once(namespace.to_owned()).collect(),
-        cluster_kinds: BTreeSet::new(),
-    };
+    let (template, scope) = engine_template(cluster);
     let origin = cluster.locate("spec.gitops");
+    let given: Vec<_> = components.iter_mut().map(|component| component.gitops.take()).collect();
+    let components = &*components;
     let names: HashMap<&str, String> = components.par_iter().map(|c| (c.id.as_str(), gitops_name(name, c))).collect();
     let base = minijinja::Value::from(minijinja::value::Serde(values));
     let labels = labels(name, "gitops");
@@ -88,7 +81,12 @@ pub(crate) fn gitops_objects(
     let dir = layout::gitops_dir(name);
     let done: Vec<Done> = components
         .par_iter()
-        .map(|component| {
+        .zip(given)
+        .map(|(component, given)| {
+            // NB: given back with its namespace (`render::unit`).
+            if let Some((objects, entry)) = given {
+                return Done::given_back(objects, entry);
+            }
             let values = GitopsValues {
                 labels: &labels,
                 component: GitopsComponent {
@@ -121,6 +119,21 @@ pub(crate) fn gitops_objects(
         out.push(argocd_health_check(name));
     }
     (!failed).then_some(out)
+}
+
+/// The template of a cluster's GitOps entries, and the scope they are checked against.
+fn engine_template(cluster: &Object<ClusterSpec>) -> (&'static str, Scope) {
+    let (template, namespace) = match cluster.spec.gitops.engine {
+        GitopsEngine::Flux => ("gitops/flux.yaml", FLUX_NAMESPACE),
+        GitopsEngine::Argocd => ("gitops/argocd.yaml", ARGOCD_NAMESPACE),
+    };
+    let scope = Scope {
+        component: "gitops".to_owned(),
+        cluster: cluster.name().to_owned(),
+        namespaces: std::iter::once(namespace.to_owned()).collect(),
+        cluster_kinds: BTreeSet::new(),
+    };
+    (template, scope)
 }
 
 /// Argo CD's health check for `argoproj.io/Application`, which Argo CD does not ship: without

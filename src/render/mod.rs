@@ -64,6 +64,9 @@ pub struct Component {
     /// Sealed Secrets' files given back by the memo with their namespace ([`unit`]): kept as
     /// they are, never sealed again.
     pub sealed: Vec<memo::KeptSealed>,
+    /// Its GitOps entry, given back by the memo with its namespace: the objects (kept) and the
+    /// memo entry; `None` to render it.
+    pub gitops: Option<(Vec<Resource>, (String, memo::Entry))>,
     /// How long Flux waits for it to become ready.
     pub timeout: String,
 }

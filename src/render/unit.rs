@@ -18,8 +18,9 @@
 //!
 //! `stamp = HMAC-SHA256(memo_key, "tfrs/unit/v1" ‖ lp(build) ‖ lp(job) ‖ inputs ‖ reads ‖
 //! [files] ‖ for each component: lp(id) ‖ lp(timeout) ‖ lp(depth) ‖ lp(each dependency) ‖ for
-//! its template's memo entry, then each of its sealed Secrets': lp(job) ‖ lp(entry stamp) ‖ for
-//! each object: lp(path) ‖ lp(apiVersion) ‖ lp(kind) ‖ lp(namespace) ‖ lp(name) ‖ content id)`
+//! its template's memo entry, its GitOps entry's, then each of its sealed Secrets': lp(job) ‖
+//! lp(entry stamp) ‖ for each object: lp(path) ‖ lp(apiVersion) ‖ lp(kind) ‖ lp(namespace) ‖
+//! lp(name) ‖ content id)`
 //!
 //! `reads` are the secret inputs (environment variables, `fromFile` files) its render read,
 //! each with what it gave, as in the cluster stamp ([`super::stamp`]); to check the stamp they
@@ -247,11 +248,15 @@ pub(crate) fn keep(
     }
     let mut components = Vec::with_capacity(found.len());
     let mut entries = Vec::with_capacity(found.len());
-    for (component, depends_on, depth, (template, objects), sealed) in found {
+    let kept = |entry: &Entry, ids: Vec<ContentId>| -> Vec<Resource> {
+        entry.objects.iter().zip(ids).map(|(o, id)| Resource { id: o.id.clone(), text: String::new(), kept: Some(id) }).collect()
+    };
+    for (component, depends_on, depth, [(template, objects), (gitops, entrance)], sealed) in found {
         let entry = memo.take(&template)?;
-        let resources = entry.objects.iter().zip(objects).map(|(o, id)| Resource { id: o.id.clone(), text: String::new(), kept: Some(id) });
-        let resources = resources.collect();
+        let resources = kept(&entry, objects);
         entries.push((template, entry));
+        let entry = memo.take(&gitops)?;
+        let gitops = Some((kept(&entry, entrance), (gitops, entry)));
         let sealed = sealed
             .into_iter()
             .map(|(key, id, content)| Some(KeptSealed { id, content, entry: (key.clone(), memo.take(&key)?) }))
@@ -263,6 +268,7 @@ pub(crate) fn keep(
             objects: resources,
             secrets: Vec::new(),
             sealed,
+            gitops,
             timeout: component.timeout.clone(),
         });
     }
@@ -271,7 +277,7 @@ pub(crate) fn keep(
 
 /// A component of a namespace's last entry, checked into `stamp`: where the graph places it now,
 /// its template's entry and its objects' content ids now, and its sealed Secrets' files.
-type Checked<'c> = (&'c UnitComponent, Vec<String>, usize, (String, Vec<ContentId>), Vec<(String, ObjectId, ContentId)>);
+type Checked<'c> = (&'c UnitComponent, Vec<String>, usize, [(String, Vec<ContentId>); 2], Vec<(String, ObjectId, ContentId)>);
 
 /// Checks `component` of a namespace's last entry into `stamp` (see [`keep`]); `None` when the
 /// graph no longer has it, or an entry or file it had is gone.
@@ -286,6 +292,8 @@ fn checked<'c>(memo: &Memo<'_>, frame: &Frame<'_>, component: &'c UnitComponent,
     let dir = crate::layout::component_dir(cluster, &component.id);
     let template = format!("{cluster}/{}", component.id);
     let objects = memo.with_entry(&template, |entry| if entry.dir == dir { stamp.entry(&template, entry, &content) } else { None })?;
+    let (gitops, gitops_dir) = (gitops_job(cluster, &component.id), crate::layout::gitops_dir(cluster));
+    let entrance = memo.with_entry(&gitops, |entry| if entry.dir == gitops_dir { stamp.entry(&gitops, entry, &content) } else { None })?;
     let mut sealed = Vec::with_capacity(component.sealed.len());
     for key in &component.sealed {
         let (id, now) = memo.with_entry(key, |entry| {
@@ -298,7 +306,12 @@ fn checked<'c>(memo: &Memo<'_>, frame: &Frame<'_>, component: &'c UnitComponent,
         })?;
         sealed.push((key.clone(), id, now));
     }
-    Some((component, depends_on.to_vec(), depth, (template, objects), sealed))
+    Some((component, depends_on.to_vec(), depth, [(template, objects), (gitops, entrance)], sealed))
+}
+
+/// The memo's job of the GitOps entry of component `id` of cluster `cluster`.
+fn gitops_job(cluster: &str, id: &str) -> String {
+    format!("{cluster}/gitops/{id}")
 }
 
 /// The entries of the namespaces a render gave `outcomes` for, once its Secrets are sealed:
@@ -343,6 +356,9 @@ fn record_one(
         let template = format!("{cluster}/{}", shape.id);
         let entry = jobs.get(&template).filter(|entry| entry.dir == dir)?;
         stamp.entry(&template, entry, content)?;
+        let gitops = gitops_job(cluster, &shape.id);
+        let entry = jobs.get(&gitops).filter(|entry| entry.dir == crate::layout::gitops_dir(cluster))?;
+        stamp.entry(&gitops, entry, content)?;
         // NB: in the order the component lists its Secrets, which is the order of its files.
         let prefix = format!("{cluster}/sealed:{dir}/");
         let mut by_name: HashMap<(Option<&str>, &str), (&String, &Entry)> = HashMap::new();

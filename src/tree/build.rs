@@ -442,6 +442,7 @@ mod tests {
                     objects,
                     secrets: Vec::new(),
                     sealed: Vec::new(),
+                    gitops: None,
                     timeout: "10m".into(),
                 })
                 .collect(),
