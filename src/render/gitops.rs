@@ -59,9 +59,9 @@ pub fn gitops_name(cluster: &str, component: &Component) -> String {
 /// Renders the GitOps entry points of a cluster: one Flux Kustomization or Argo CD Application
 /// per component.
 ///
-/// The shared values (which grow with the platform: one route and one host per server) are
-/// converted to a template value once and merged lazily under each component's own values, so
-/// a component costs the same however large the platform is; components render in parallel.
+/// The shared values are converted to a template value once and merged lazily under each
+/// component's own values; components render in parallel. A component given back with its
+/// namespace (`render::unit`) brings its entry back with it.
 pub(crate) fn gitops_objects(
     context: &mut Context<'_>,
     cluster: &Object<ClusterSpec>,

@@ -105,18 +105,19 @@ impl Plan {
             .components
             .par_iter()
             .map(|component| {
-                let mut out = Vec::with_capacity(256 + 160 * component.objects.len());
-                lp(&mut out, component.id.as_bytes());
-                lp(&mut out, component.path.as_bytes());
-                out.extend_from_slice(&(component.depends_on.len() as u64).to_be_bytes());
-                component.depends_on.iter().for_each(|dependency| lp(&mut out, dependency.as_bytes()));
-                out.extend_from_slice(&(component.objects.len() as u64).to_be_bytes());
-                for object in &component.objects {
-                    let id = &object.id;
-                    for field in [&id.api_version, &id.kind, &id.name, &object.file] {
+                // NB: destructured, so that a field added to the plan must be added here too.
+                let Component { id, path, depends_on, objects } = component;
+                let mut out = Vec::with_capacity(256 + 160 * objects.len());
+                lp(&mut out, id.as_bytes());
+                lp(&mut out, path.as_bytes());
+                out.extend_from_slice(&(depends_on.len() as u64).to_be_bytes());
+                depends_on.iter().for_each(|dependency| lp(&mut out, dependency.as_bytes()));
+                out.extend_from_slice(&(objects.len() as u64).to_be_bytes());
+                for Object { id: ObjectId { api_version, kind, namespace, name }, file } in objects {
+                    for field in [api_version, kind, name, file] {
                         lp(&mut out, field.as_bytes());
                     }
-                    match id.namespace() {
+                    match namespace {
                         Some(namespace) => lp(&mut out, &[&[1], namespace.as_bytes()].concat()),
                         None => lp(&mut out, &[0]),
                     }
