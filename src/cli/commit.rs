@@ -63,7 +63,7 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // NB: how much of the templating the memo saved (not said without a memo).
     let note = if jobs.is_empty() { String::new() } else { format!(" ({reused} of {} templated units reused)", jobs.len()) };
     if let Some(memos) = memos.as_deref() {
-        jobs.extend(tree.sealed_entries());
+        jobs.extend(tree.memo_entries());
         // NB: the namespaces' entries are made from the files as committed.
         let (files, kept) = (tree.files(), tree.kept());
         let content = |path: &str| kept.get(path).copied().or_else(|| files.get(path).map(|bytes| crate::object::ContentId::of(bytes)));
@@ -188,20 +188,18 @@ fn build_with_memo(
     }
 }
 
+/// The entries of `map` whose key starts with `prefix`.
+fn under<V: Clone>(map: &BTreeMap<String, V>, prefix: &str) -> BTreeMap<String, V> {
+    map.range(prefix.to_owned()..).take_while(|(key, _)| key.starts_with(prefix)).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
 /// Saves this commit's memo entries, per cluster (a memo that cannot be saved costs the next
 /// commit time, never correctness: every stamp is checked against the branch's files).
 fn save_memo(memos: &Path, spec: &Spec, jobs: &Table, namespaces: &unit::Table) {
     let mut staged = memo_cache::Staged::default();
     for cluster in &spec.clusters {
         let prefix = format!("{}/", cluster.name());
-        let own: Table =
-            jobs.range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        let units: unit::Table = namespaces
-            .range(prefix.clone()..)
-            .take_while(|(key, _)| key.starts_with(&prefix))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let saved = Some((&own, &units));
+        let saved = Some((&under(jobs, &prefix), &under(namespaces, &prefix)));
         if let Err(error) = staged.add(memos, cluster.name(), saved, &crate::tree::current::Records::default(), None) {
             eprintln!("warning: the render memo of cluster `{}` was not saved: {error}", cluster.name());
             return;

@@ -250,7 +250,7 @@ fn render_cluster(
         tree.keep_sealed(memo);
     }
     let sealed = seal_against(&mut tree, &current)?;
-    jobs.extend(tree.sealed_entries());
+    jobs.extend(tree.memo_entries());
     let (files, unread) = tree.into_files();
     let changes = current.changes(&files, &unread, &|_| true, &|_| false);
     let stats = sum.add(&changes.update, Some((&files, &unread)), staging.as_deref_mut())?;

@@ -94,7 +94,7 @@ trait ObjectParts {
 
 impl<S: serde::Serialize> ObjectParts for crate::spec::Object<S> {
     fn digest(&self, kind: &str) -> [u8; 32] {
-        memo::inputs_digest(&[kind.as_bytes(), self.cluster.as_bytes()], &(&self.metadata, &self.spec))
+        crate::render::unit::object_digest(kind, self)
     }
 
     fn files(&self, out: &mut BTreeSet<usize>) {

@@ -134,12 +134,11 @@ impl<'a> Context<'a> {
         let (cluster, base_digest) = (frame.cluster.name(), &frame.base_digest);
         let jobs = std::mem::take(&mut self.jobs);
         let (env, memo) = (self.env, self.memo);
-        let root = crate::layout::cluster_dir(cluster);
         let done: Vec<(String, Done)> = jobs
             .into_par_iter()
             .map(|job| {
-                let key = format!("{cluster}/{}", job.component);
-                let dir = format!("{root}/components/{}", job.component);
+                let key = memo::component_job(cluster, &job.component);
+                let dir = crate::layout::component_dir(cluster, &job.component);
                 let base = job.layered.then_some((base, base_digest));
                 let done = render_unit(env, memo, key, &dir, &job.template, &job.values, base, &job.scope, job.origin);
                 (job.component, done)
@@ -250,7 +249,7 @@ impl<'a> Context<'a> {
         let cluster = frame.cluster.name();
         let scope = namespaced_scope(frame, namespace, id);
         let values = Values { shared: Arc::new(Shared::with_digest(Json::Null, *digest)), labels: Some(labels(cluster, id)) };
-        let key = format!("{cluster}/{id}");
+        let key = memo::component_job(cluster, id);
         let Some((objects, entry)) = memo.lookup(&key, &scoped_digest(template, &scope, Some(&frame.base_digest), &values)) else {
             return Err(secrets);
         };

@@ -103,7 +103,7 @@ pub(crate) fn gitops_objects(
                 },
             };
             let own = super::engine::Values::alone(serde_json::to_value(&values).unwrap_or(Json::Null));
-            let key = format!("{name}/gitops/{}", component.id);
+            let key = super::memo::gitops_job(name, &component.id);
             render_unit(env, memo, key, &dir, template, &own, Some((&base, values_digest)), &scope, origin)
         })
         .collect();

@@ -81,6 +81,31 @@ impl From<Object> for Row {
 /// Every job's entry, by job key.
 pub type Table = BTreeMap<String, Entry>;
 
+/// The job of the template of component `id` of cluster `cluster`.
+#[must_use]
+pub fn component_job(cluster: &str, id: &str) -> String {
+    format!("{cluster}/{id}")
+}
+
+/// The job of the GitOps entry of component `id` of cluster `cluster`.
+#[must_use]
+pub fn gitops_job(cluster: &str, id: &str) -> String {
+    format!("{cluster}/gitops/{id}")
+}
+
+/// The job of the sealed file at `path` (relative to the output root) of cluster `cluster`;
+/// `:` keeps it apart from every component's job.
+#[must_use]
+pub fn sealed_job(cluster: &str, path: &str) -> String {
+    format!("{cluster}/sealed:{path}")
+}
+
+/// The job of the `plan.json` of cluster `cluster`.
+#[must_use]
+pub fn plan_job(cluster: &str) -> String {
+    format!("{cluster}/plan:json")
+}
+
 /// The last run's entries as a [`Memo`] looks them up: by job key, each given back at most once
 /// (read straight into this form: a large cluster has tens of thousands).
 pub type Previous = HashMap<String, Mutex<Option<Entry>>>;
@@ -361,7 +386,8 @@ pub enum UnitOutcome {
         inputs: [u8; 32],
         /// The secret inputs it read and what each gave.
         outcomes: Outcomes,
-        /// When it read a `fromFile` file: the digest of its spec files' names (`render::unit::files_digest`).
+        /// When it read a `fromFile` file: the digest of which spec file each field of its objects
+        /// was written in (`render::unit::files_digest`).
         files: Option<[u8; 32]>,
         /// Its components.
         components: Vec<Shape>,

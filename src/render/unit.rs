@@ -97,7 +97,7 @@ pub(crate) fn inputs(frame: &[u8; 32], unit: &Unit<'_>) -> [u8; 32] {
 }
 
 /// A spec object's digest: its kind, cluster, metadata and spec as loaded.
-fn object_digest<S: Serialize>(kind: &str, object: &Object<S>) -> [u8; 32] {
+pub(crate) fn object_digest<S: Serialize>(kind: &str, object: &Object<S>) -> [u8; 32] {
     memo::inputs_digest(&[kind.as_bytes(), object.cluster.as_bytes()], &(&object.metadata, &object.spec))
 }
 
@@ -226,9 +226,10 @@ pub(crate) type Given = (Vec<Component>, Vec<(String, Entry)>, UnitEntry);
 
 /// The components of namespace `job` (inputs `inputs`) as the last render left them, when its
 /// stamp holds for the frame's graph, what its reads give now (read again through `source`)
-/// and the files now: each with its objects and sealed Secrets kept. Its entries move out of
-/// `memo`: the components' templates' into the returned list, the sealed Secrets' into their
-/// [`KeptSealed`]. `None` (nothing taken) when anything differs.
+/// and the files now: each with its objects, sealed Secrets and GitOps entry kept. Its entries
+/// move out of `memo`: the components' templates' into the returned list, the GitOps entries'
+/// into their components, the sealed Secrets' into their [`KeptSealed`]. `None` (nothing
+/// taken) when anything differs.
 pub(crate) fn keep(
     memo: &Memo<'_>,
     frame: &Frame<'_>,
@@ -290,9 +291,9 @@ fn checked<'c>(memo: &Memo<'_>, frame: &Frame<'_>, component: &'c UnitComponent,
     let (depends_on, depth) = (frame.graph.dependencies(&component.id), frame.graph.depth(&component.id));
     stamp.component(&component.id, &component.timeout, depth, depends_on);
     let dir = crate::layout::component_dir(cluster, &component.id);
-    let template = format!("{cluster}/{}", component.id);
+    let template = memo::component_job(cluster, &component.id);
     let objects = memo.with_entry(&template, |entry| if entry.dir == dir { stamp.entry(&template, entry, &content) } else { None })?;
-    let (gitops, gitops_dir) = (gitops_job(cluster, &component.id), crate::layout::gitops_dir(cluster));
+    let (gitops, gitops_dir) = (memo::gitops_job(cluster, &component.id), crate::layout::gitops_dir(cluster));
     let entrance = memo.with_entry(&gitops, |entry| if entry.dir == gitops_dir { stamp.entry(&gitops, entry, &content) } else { None })?;
     let mut sealed = Vec::with_capacity(component.sealed.len());
     for key in &component.sealed {
@@ -307,11 +308,6 @@ fn checked<'c>(memo: &Memo<'_>, frame: &Frame<'_>, component: &'c UnitComponent,
         sealed.push((key.clone(), id, now));
     }
     Some((component, depends_on.to_vec(), depth, [(template, objects), (gitops, entrance)], sealed))
-}
-
-/// The memo's job of the GitOps entry of component `id` of cluster `cluster`.
-fn gitops_job(cluster: &str, id: &str) -> String {
-    format!("{cluster}/gitops/{id}")
 }
 
 /// The entries of the namespaces a render gave `outcomes` for, once its Secrets are sealed:
@@ -348,19 +344,20 @@ fn record_one(
     content: &dyn Fn(&str) -> Option<ContentId>,
 ) -> Option<UnitEntry> {
     let cluster = job.split_once("/unit:")?.0;
+    let gitops_dir = crate::layout::gitops_dir(cluster);
     let mut stamp = Stamp::new(stamper, job, inputs, outcomes, files);
     let mut kept = Vec::with_capacity(components.len());
     for shape in components {
         stamp.component(&shape.id, &shape.timeout, shape.depth, &shape.depends_on);
         let dir = crate::layout::component_dir(cluster, &shape.id);
-        let template = format!("{cluster}/{}", shape.id);
+        let template = memo::component_job(cluster, &shape.id);
         let entry = jobs.get(&template).filter(|entry| entry.dir == dir)?;
         stamp.entry(&template, entry, content)?;
-        let gitops = gitops_job(cluster, &shape.id);
-        let entry = jobs.get(&gitops).filter(|entry| entry.dir == crate::layout::gitops_dir(cluster))?;
+        let gitops = memo::gitops_job(cluster, &shape.id);
+        let entry = jobs.get(&gitops).filter(|entry| entry.dir == gitops_dir)?;
         stamp.entry(&gitops, entry, content)?;
         // NB: in the order the component lists its Secrets, which is the order of its files.
-        let prefix = format!("{cluster}/sealed:{dir}/");
+        let prefix = memo::sealed_job(cluster, &format!("{dir}/"));
         let mut by_name: HashMap<(Option<&str>, &str), (&String, &Entry)> = HashMap::new();
         for (key, entry) in jobs.range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)) {
             if let (true, [object]) = (entry.dir == dir, entry.objects.as_slice()) {

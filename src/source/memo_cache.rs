@@ -34,12 +34,17 @@ pub(crate) fn path(out: &Path) -> Option<PathBuf> {
 
 /// The memo's entries of `cluster`, or none.
 pub(crate) fn load_jobs(dir: &Path, cluster: &str) -> Previous {
-    std::fs::read(dir.join(format!("{cluster}.json"))).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
+    read_json(&dir.join(format!("{cluster}.json"))).unwrap_or_default()
 }
 
 /// The entries of the tenant namespaces of `cluster`, or none.
 pub(crate) fn load_units(dir: &Path, cluster: &str) -> unit::Previous {
-    std::fs::read(dir.join(format!("{cluster}.units"))).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
+    read_json(&dir.join(format!("{cluster}.units"))).unwrap_or_default()
+}
+
+/// The JSON file at `path`, when it can be read as a `T`.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
 /// The records of the files of `cluster`, or none.
@@ -49,7 +54,7 @@ pub(crate) fn load_records(dir: &Path, cluster: &str) -> Records {
 
 /// The stamp of `cluster`, when there is one.
 pub(crate) fn load_stamp(dir: &Path, cluster: &str) -> Option<ClusterStamp> {
-    std::fs::read(dir.join(format!("{cluster}.stamp"))).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    read_json(&dir.join(format!("{cluster}.stamp")))
 }
 
 /// A memo not written for this long is removed when another is saved (output directories come

@@ -134,7 +134,7 @@ pub(super) struct Laid {
     pub(super) pending: Vec<Pending>,
     /// The memo entries of the files the memo vouches for here: the sealed files given back
     /// with their namespace, and `plan.json`.
-    pub(super) sealed: Vec<(String, Entry)>,
+    pub(super) vouched: Vec<(String, Entry)>,
 }
 
 /// Lays out one cluster. `sealer` names the Secrets' files and plan entries; without one, a
@@ -156,13 +156,13 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>, memo: O
     let mut kept = Vec::new();
     let mut components = Vec::with_capacity(laid.len());
     let mut pending = Vec::new();
-    let mut sealed = Vec::new();
+    let mut vouched = Vec::new();
     for laid in laid {
         let laid = laid?;
         files.extend(laid.files);
         kept.extend(laid.kept);
         pending.extend(laid.pending);
-        sealed.extend(laid.sealed);
+        vouched.extend(laid.vouched);
         components.push(laid.plan);
     }
     let gitops_dir = layout::gitops_dir(&name);
@@ -184,13 +184,13 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>, memo: O
     let plan = Plan { cluster: name, components };
     // NB: the plan's text (tens of MB for a large cluster) is made beside the check, unless the
     // memo vouches for the file written from an equal plan.
-    let (clashes, (plan_file, plan_entry)) = rayon::join(
+    let (clashes, plan_entry) = rayon::join(
         || {
             let component_objects =
                 plan.components.iter().flat_map(|c| c.objects.iter().map(|o| (&o.id, Some(root.as_str()), o.file.as_str())));
             same_objects(component_objects.chain(gitops_objects.iter().map(|(id, path)| (id, None, path.as_str()))))
         },
-        || plan_file(&plan, memo),
+        || plan_file(&plan, memo, &mut files, &mut kept),
     );
     if !clashes.is_empty() {
         return Err(Error::SameObject(clashes));
@@ -198,35 +198,35 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>, memo: O
     gitops_files.sort();
     files.push((format!("{gitops_dir}/{}", layout::KUSTOMIZATION), kustomization(&gitops_files).into_bytes()));
     files.push((format!("{root}/{}", layout::KUSTOMIZATION), kustomization(&["gitops"]).into_bytes()));
+    vouched.extend(plan_entry);
+    Ok(Laid { files, kept, plan, pending, vouched })
+}
+
+/// Adds `plan.json` of `plan`: to `kept` when the memo vouches for the file written from a plan
+/// of the same digest ([`Plan::digest`]), else its text to `files`. With the memo, its entry.
+fn plan_file(
+    plan: &Plan,
+    memo: Option<&Memo<'_>>,
+    files: &mut Vec<(String, Vec<u8>)>,
+    kept: &mut Vec<(String, ContentId)>,
+) -> Option<(String, Entry)> {
     let path = layout::plan_path(&plan.cluster);
-    match plan_file {
-        Body::Kept(content) => kept.push((path, content)),
-        Body::Bytes(bytes) => files.push((path, bytes)),
-        Body::Sealed => unreachable!("a plan is never sealed"),
-    }
-    sealed.extend(plan_entry);
-    Ok(Laid { files, kept, plan, pending, sealed })
-}
-
-/// The memo's job of a cluster's `plan.json`; `:` keeps it apart from every component's job.
-fn plan_job(cluster: &str) -> String {
-    format!("{cluster}/plan:json")
-}
-
-/// `plan.json` of `plan`: kept as it is when the memo vouches for the file written from a plan
-/// of the same digest ([`Plan::digest`]), else its text; with the memo, its entry.
-fn plan_file(plan: &Plan, memo: Option<&Memo<'_>>) -> (Body, Option<(String, Entry)>) {
-    let Some(memo) = memo else { return (Body::Bytes(plan.to_text().into_bytes()), None) };
-    let (job, digest, path) = (plan_job(&plan.cluster), plan.digest(), layout::plan_path(&plan.cluster));
+    let Some(memo) = memo else {
+        files.push((path, plan.to_text().into_bytes()));
+        return None;
+    };
+    let (job, digest) = (crate::render::memo::plan_job(&plan.cluster), plan.digest());
     if let Some((found, content, entry)) = memo.lookup_file(&job, &digest)
         && found == path
     {
-        return (Body::Kept(content), Some((job, entry)));
+        kept.push((path, content));
+        return Some((job, entry));
     }
     let text = plan.to_text().into_bytes();
     let id = ObjectId::new(crate::spec::model::API_VERSION, "Plan", None, &plan.cluster);
     let entry = memo.stamper().record_file(&job, &digest, &path, &id, &ContentId::of(&text));
-    (Body::Bytes(text), Some((job, entry)))
+    files.push((path, text));
+    Some((job, entry))
 }
 
 /// One component laid out.
@@ -235,7 +235,7 @@ struct LaidComponent {
     kept: Vec<(String, ContentId)>,
     plan: plan::Component,
     pending: Vec<Pending>,
-    sealed: Vec<(String, Entry)>,
+    vouched: Vec<(String, Entry)>,
 }
 
 fn lay_out_component(cluster: &str, mut component: Component, sealer: Option<&Sealer>) -> Result<LaidComponent, Error> {
@@ -273,10 +273,10 @@ fn lay_out_component(cluster: &str, mut component: Component, sealer: Option<&Se
         pending.push(Pending { path: format!("{dir}/{file}"), component: component.id.clone(), secret });
     }
     // NB: a sealed file given back with its namespace is kept where it is, as it is.
-    let mut sealed = Vec::with_capacity(component.sealed.len());
+    let mut vouched = Vec::with_capacity(component.sealed.len());
     for kept in std::mem::take(&mut component.sealed) {
         add(kept.id, Body::Kept(kept.content))?;
-        sealed.push(kept.entry);
+        vouched.push(kept.entry);
     }
     let names: Vec<&String> = entries.keys().collect();
     let mut files = Vec::with_capacity(entries.len() + 1);
@@ -290,7 +290,7 @@ fn lay_out_component(cluster: &str, mut component: Component, sealer: Option<&Se
         }
     }
     let Component { id, depends_on, .. } = component;
-    Ok(LaidComponent { files, kept, plan: plan::Component { id, path, depends_on, objects }, pending, sealed })
+    Ok(LaidComponent { files, kept, plan: plan::Component { id, path, depends_on, objects }, pending, vouched })
 }
 
 /// What goes into an object's file: its bytes, the bytes already there (kept by the memo), or
@@ -347,7 +347,7 @@ mod tests {
         tree.keep_sealed(&memo);
         let previous = |path: &str| crate::manifest::read_object(files.get(path)?);
         tree.seal(&previous, &mut StdRng::seed_from_u64(1)).expect("seals");
-        let entries: Table = tree.sealed_entries().into_iter().collect();
+        let entries: Table = tree.memo_entries().into_iter().collect();
         let (files, kept) = tree.into_files();
         (files, kept, entries)
     }

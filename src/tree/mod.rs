@@ -28,7 +28,7 @@ pub use plan::Plan;
 
 use crate::object::ContentId;
 use crate::render::RenderedCluster;
-use crate::render::memo::{Entry, Memo, Stamper};
+use crate::render::memo::{Entry, Memo, Stamper, sealed_job};
 use crate::secrets::fingerprint::FingerprintKey;
 use crate::secrets::seal::{Sealer, seal, seal_inputs};
 use build::Pending;
@@ -61,7 +61,7 @@ pub struct Tree {
     sealed_memo: Option<SealedMemo>,
     /// The stamps of the files the memo vouched for as they were laid out: the sealed files
     /// given back with their namespace (`render::unit`) and `plan.json`.
-    unit_sealed: Vec<(String, Entry)>,
+    vouched: Vec<(String, Entry)>,
 }
 
 /// What the render memo knows of the sealed files (see [`Tree::keep_sealed`]).
@@ -98,7 +98,7 @@ impl Tree {
     }
 
     /// [`Tree::add`], keeping `plan.json` as it is when the render memo vouches for the file
-    /// written from an equal plan (its entry is among [`Tree::sealed_entries`]).
+    /// written from an equal plan (its entry is among [`Tree::memo_entries`]).
     ///
     /// # Errors
     ///
@@ -111,7 +111,7 @@ impl Tree {
         self.plans.push(laid.plan);
         self.sealers.push(sealer);
         self.pending.extend(laid.pending.into_iter().map(|p| (index, p)));
-        self.unit_sealed.extend(laid.sealed);
+        self.vouched.extend(laid.vouched);
         Ok(())
     }
 
@@ -119,7 +119,7 @@ impl Tree {
     /// holds for the Secret's seal inputs ([`seal_inputs`]: the values' fingerprints, the
     /// sealer, the metadata) and for the file now at its path. Sealing over that file would
     /// give its bytes again, so it is kept as it is, unread. Without a fingerprint key nothing
-    /// is kept. Returns how many were kept; [`Tree::sealed_entries`] gives the stamps to save.
+    /// is kept. Returns how many were kept; [`Tree::memo_entries`] gives the stamps to save.
     pub fn keep_sealed(&mut self, memo: &Memo<'_>) -> usize {
         let Some(key) = self.fingerprint_key.as_ref() else { return 0 };
         let (sealers, plans) = (&self.sealers, &self.plans);
@@ -160,8 +160,8 @@ impl Tree {
     /// namespace, those [`Tree::keep_sealed`] kept and those sealed since; only the first when
     /// it did not run).
     #[must_use]
-    pub fn sealed_entries(&self) -> Vec<(String, Entry)> {
-        let mut entries = self.unit_sealed.clone();
+    pub fn memo_entries(&self) -> Vec<(String, Entry)> {
+        let mut entries = self.vouched.clone();
         let Some(sealed_memo) = &self.sealed_memo else { return entries };
         entries.extend(sealed_memo.kept.iter().cloned());
         for (cluster, pending) in &self.pending {
@@ -296,12 +296,6 @@ impl Tree {
     pub fn clusters(&self) -> impl Iterator<Item = &str> {
         self.plans.iter().map(|plan| plan.cluster.as_str())
     }
-}
-
-/// The render memo's job key of the sealed file at `path` of cluster `cluster`: under the
-/// cluster's prefix (saved with its memo); `:` keeps it apart from every component's job.
-fn sealed_job(cluster: &str, path: &str) -> String {
-    format!("{cluster}/sealed:{path}")
 }
 
 fn seal_one(
