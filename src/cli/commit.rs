@@ -146,7 +146,6 @@ fn build_with_memo(
     let mut known = None;
     if let Some(memos) = memos {
         let tip = repo.find_reference(&format!("refs/heads/{branch}")).ok().and_then(|r| r.peel_to_tree().ok());
-        known = tip.as_ref().map(|tip| KnownIds { tree: tip.id(), dirs: Vec::new(), ids: BTreeMap::new() });
         // NB: the memo's files are read on a thread of their own while the branch's tree is
         // walked here (the repository is not shared across threads).
         let names: Vec<&str> = spec.clusters.iter().map(|c| c.name()).collect();
@@ -159,13 +158,10 @@ fn build_with_memo(
                 }
                 loaded
             });
-            if let (Some(tip), Some(known)) = (tip.as_ref(), known.as_mut()) {
-                for name in &names {
-                    let dir = crate::layout::cluster_dir(name);
-                    crate::git::file_ids(repo, tip, &dir, &mut known.ids)?;
-                    known.dirs.push(dir);
-                }
-                known.dirs.sort();
+            if let Some(tip) = tip.as_ref() {
+                let mut dirs: Vec<String> = names.iter().map(|name| crate::layout::cluster_dir(name)).collect();
+                dirs.sort();
+                known = Some(KnownIds::read(repo, tip, dirs)?);
             }
             (jobs, namespaces) = loading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             Ok(())

@@ -21,16 +21,15 @@
 
 use super::pack::{self, Object};
 use super::remote::{self, Pushed};
-use super::{Author, Error, Result, file_ids, previous_object};
+use super::{Author, Error, Result, previous_object};
 use crate::layout::cluster_dirs;
 use crate::tree::diff::{self, Diff};
-use crate::tree::{self, Files, Kept};
+use crate::tree::{self, Files};
 use git2::build::CheckoutBuilder;
-use git2::{ErrorCode, ObjectType, OdbLookupFlags, Oid, Repository, Signature, Tree};
+use git2::{ErrorCode, ObjectType, OdbLookupFlags, Oid, Repository, Signature};
 use rand::CryptoRng;
-use rayon::prelude::*;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 /// Where to push.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,25 +59,6 @@ pub struct CommitOptions {
     /// The blob ids the caller already read from the branch's tree, if any: a commit over that
     /// same tree does not read them again.
     pub known: Option<KnownIds>,
-}
-
-/// The blob ids of the files below some cluster directories of one Git tree.
-#[derive(Debug, Clone)]
-pub struct KnownIds {
-    /// The tree they were read from.
-    pub tree: Oid,
-    /// The cluster directories read (`clusters/<name>`), sorted.
-    pub dirs: Vec<String>,
-    /// Every file's blob id, by path.
-    pub ids: BTreeMap<String, Oid>,
-}
-
-/// The memo checks its stamps against the branch's files by these ids (a blob id is the file's
-/// content id), so they are read once, for both.
-impl crate::render::memo::Contents for KnownIds {
-    fn content_id(&self, path: &str) -> Option<crate::object::ContentId> {
-        self.ids.get(path).and_then(|oid| Some(crate::object::ContentId(oid.as_bytes().try_into().ok()?)))
-    }
 }
 
 impl Default for CommitOptions {
@@ -148,195 +128,6 @@ fn choose(repo: &Repository, branch: &str, local: Option<Oid>, remote: Option<Oi
     } else {
         Err(Error::Diverged { branch: branch.to_owned(), remote: push.remote.clone() })
     }
-}
-
-/// Tree entry modes, as git writes them.
-const TREE_MODE: i32 = 0o040_000;
-const BLOB_MODE: i32 = 0o100_644;
-
-/// A tree entry: name, mode, id.
-type TreeEntry<'a> = (Cow<'a, [u8]>, i32, Oid);
-
-/// The tree object holding `entries`, sorted as git sorts them (a tree's name as if it ended
-/// in `/`).
-fn tree_object(mut entries: Vec<TreeEntry<'_>>) -> Result<Object<'static>, git2::Error> {
-    let key = |(name, mode, _): &TreeEntry<'_>| {
-        let slash: &[u8] = if *mode == TREE_MODE { b"/" } else { b"" };
-        name.iter().chain(slash).copied().collect::<Vec<u8>>()
-    };
-    entries.sort_by_cached_key(key);
-    let mut data = Vec::with_capacity(entries.iter().map(|(name, _, _)| name.len() + 28).sum());
-    for (name, mode, id) in &entries {
-        data.extend_from_slice(format!("{mode:o} ").as_bytes());
-        data.extend_from_slice(name);
-        data.push(0);
-        data.extend_from_slice(id.as_bytes());
-    }
-    Object::new(ObjectType::Tree, Cow::Owned(data))
-}
-
-/// A directory of the rendered tree: its entries by name.
-#[derive(Default)]
-struct Dir<'a> {
-    entries: BTreeMap<&'a str, Node<'a>>,
-}
-
-enum Node<'a> {
-    Blob(Oid),
-    Dir(Dir<'a>),
-}
-
-impl<'a> Dir<'a> {
-    /// Adds the blob `id` at `path` (relative, `/`-separated).
-    fn insert(&mut self, path: &'a str, id: Oid) -> Result<(), git2::Error> {
-        let (name, rest) = path.split_once('/').map_or((path, None), |(name, rest)| (name, Some(rest)));
-        if name.is_empty() || name == "." || name == ".." || name.eq_ignore_ascii_case(".git") || name.contains('\0') {
-            return Err(git2::Error::from_str(&format!("`{path}`: `{name}` cannot be a file or directory name in git")));
-        }
-        let conflict = || git2::Error::from_str(&format!("`{name}` is both a file and a directory"));
-        match rest {
-            None => match self.entries.insert(name, Node::Blob(id)) {
-                Some(Node::Dir(_)) => Err(conflict()),
-                _ => Ok(()),
-            },
-            Some(rest) => match self.entries.entry(name).or_insert_with(|| Node::Dir(Dir::default())) {
-                Node::Dir(dir) => dir.insert(rest, id),
-                Node::Blob(_) => Err(conflict()),
-            },
-        }
-    }
-
-    /// Pushes the tree objects of this directory and below onto `objects`; returns its id.
-    fn write(self, objects: &mut Vec<Object<'_>>) -> Result<Oid, git2::Error> {
-        let mut entries = Vec::with_capacity(self.entries.len());
-        for (name, node) in self.entries {
-            let (mode, id) = match node {
-                Node::Blob(id) => (BLOB_MODE, id),
-                Node::Dir(dir) => (TREE_MODE, dir.write(objects)?),
-            };
-            entries.push((Cow::Borrowed(name.as_bytes()), mode, id));
-        }
-        let tree = tree_object(entries)?;
-        let id = tree.id;
-        objects.push(tree);
-        Ok(id)
-    }
-}
-
-/// The id of `tree`, or of the empty tree (which need not be in the repository).
-fn tree_id(tree: Option<&Tree<'_>>) -> Result<Oid, git2::Error> {
-    tree.map_or_else(|| Ok(tree_object(Vec::new())?.id), |tree| Ok(tree.id()))
-}
-
-/// A new tree built in memory, nothing written yet.
-struct Built<'a> {
-    /// The root tree.
-    root: Oid,
-    /// Every blob and tree of the rendered directories and the trees above them (the
-    /// repository may hold some already; duplicates are possible).
-    objects: Vec<Object<'a>>,
-    /// The blob of each rendered file under the cluster directories, by path.
-    ids: BTreeMap<&'a str, Oid>,
-}
-
-/// Replaces `clusters/<cluster>/` of `base` with the rendered files, in memory: the blob ids
-/// are computed in parallel, the trees above them from those. The `kept` files (the render
-/// memo's, known by content id) are already in the repository: only their ids are entered.
-fn build_tree<'a>(repo: &Repository, base: Option<&Tree<'_>>, files: &'a Files, kept: &'a Kept) -> Result<Built<'a>, git2::Error> {
-    let dirs = cluster_dirs(files);
-    let mut built = Built { root: tree_id(base)?, objects: Vec::new(), ids: BTreeMap::new() };
-    if dirs.is_empty() {
-        return Ok(built);
-    }
-    let mut clusters: Vec<TreeEntry<'_>> = Vec::new();
-    for dir in &dirs {
-        let prefix = format!("{dir}/");
-        let inside: Vec<(&'a str, &'a str, &'a [u8])> = files
-            .range(prefix.clone()..)
-            .map_while(|(path, bytes)| path.strip_prefix(&prefix).map(|relative| (path.as_str(), relative, bytes.as_slice())))
-            .collect();
-        let blobs: Vec<Object<'a>> =
-            inside.par_iter().map(|&(_, _, bytes)| Object::new(ObjectType::Blob, Cow::Borrowed(bytes))).collect::<Result<_, _>>()?;
-        let mut tree = Dir::default();
-        for (&(path, relative, _), blob) in inside.iter().zip(&blobs) {
-            tree.insert(relative, blob.id)?;
-            built.ids.insert(path, blob.id);
-        }
-        let unread = kept.range(prefix.clone()..).map_while(|(path, id)| Some((path.as_str(), path.strip_prefix(&prefix)?, id)));
-        for (path, relative, id) in unread {
-            let id = Oid::from_bytes(&id.0)?;
-            tree.insert(relative, id)?;
-            built.ids.insert(path, id);
-        }
-        let name = dir.strip_prefix("clusters/").unwrap_or(dir).as_bytes().to_vec();
-        clusters.push((Cow::Owned(name), TREE_MODE, tree.write(&mut built.objects)?));
-        built.objects.extend(blobs);
-    }
-    // `clusters/` keeps its other clusters, the root its other entries.
-    let kept = |tree: Option<&Tree<'_>>, replaced: &[TreeEntry<'_>]| -> Vec<TreeEntry<'static>> {
-        tree.into_iter()
-            .flat_map(Tree::iter)
-            .filter(|entry| !replaced.iter().any(|(name, _, _)| name[..] == *entry.name_bytes()))
-            .map(|entry| (Cow::Owned(entry.name_bytes().to_vec()), entry.filemode_raw(), entry.id()))
-            .collect()
-    };
-    let old_clusters = match base.and_then(|tree| tree.get_name("clusters")) {
-        Some(entry) if entry.kind() == Some(ObjectType::Tree) => Some(repo.find_tree(entry.id())?),
-        _ => None,
-    };
-    let mut entries = kept(old_clusters.as_ref(), &clusters);
-    entries.extend(clusters);
-    let clusters_tree = tree_object(entries)?;
-    let clusters_entry: TreeEntry<'_> = (Cow::Borrowed(b"clusters"), TREE_MODE, clusters_tree.id);
-    built.objects.push(clusters_tree);
-    let mut entries = kept(base, std::slice::from_ref(&clusters_entry));
-    entries.push(clusters_entry);
-    let root = tree_object(entries)?;
-    built.root = root.id;
-    built.objects.push(root);
-    Ok(built)
-}
-
-/// The files of `base` (under the cluster directories that `files` fill) and of `files` that
-/// differ, by blob id; only the old blobs that differ are read, so a small change stays small.
-/// [`diff::changes`] of these equals that of the whole trees.
-fn changed_files(
-    repo: &Repository,
-    base: Option<&Tree<'_>>,
-    files: &Files,
-    kept: &Kept,
-    (ids, known): (&BTreeMap<&str, Oid>, Option<&KnownIds>),
-) -> Result<(Files, Files), git2::Error> {
-    let mut walked = BTreeMap::new();
-    let mut dirs = cluster_dirs(files);
-    dirs.sort();
-    let old_ids = match (base, known) {
-        // NB: the same tree and directories the caller read: not walked again.
-        (Some(base), Some(known)) if base.id() == known.tree && known.dirs == dirs => &known.ids,
-        (Some(base), _) => {
-            for dir in &dirs {
-                file_ids(repo, base, dir, &mut walked)?;
-            }
-            &walked
-        }
-        (None, _) => &walked,
-    };
-    let mut old = Files::new();
-    for (path, id) in old_ids {
-        if ids.get(path.as_str()) != Some(id) {
-            old.insert(path.clone(), repo.find_blob(*id)?.content().to_vec());
-        }
-    }
-    let mut new: Files = files
-        .iter()
-        .filter(|(path, _)| ids.get(path.as_str()).is_none_or(|id| old_ids.get(path.as_str()) != Some(id)))
-        .map(|(path, bytes)| (path.clone(), bytes.clone()))
-        .collect();
-    // A kept file differs from the base only when the branch moved since the memo was checked.
-    for path in kept.keys().filter(|path| ids.get(path.as_str()) != old_ids.get(path.as_str())) {
-        new.insert(path.clone(), repo.find_blob(ids[path.as_str()])?.content().to_vec());
-    }
-    Ok((old, new))
 }
 
 /// The commit object, byte for byte as libgit2's `git_commit_create` writes it.
@@ -548,11 +339,12 @@ fn prepare<R: CryptoRng + ?Sized>(
     let previous = |path: &str| base_tree.as_ref().and_then(|tree| previous_object(repo, tree, path));
     tree.seal(&previous, rng).map_err(|e| Error::Seal(Box::new(e)))?;
     let (files, kept) = (tree.files(), tree.kept());
-    let built = build_tree(repo, base_tree.as_ref(), files, kept).map_err(Error::Write)?;
+    let old = base_ids(repo, base_tree.as_ref(), cluster_dirs(files), options.known.as_ref()).map_err(read)?;
+    let built = build_tree(repo, base_tree.as_ref(), files, kept, &old).map_err(Error::Write)?;
     if built.root == tree_id(base_tree.as_ref()).map_err(Error::Write)? {
         return Ok(Prepared { tip: base, diff: None });
     }
-    let (old, new) = changed_files(repo, base_tree.as_ref(), files, kept, (&built.ids, options.known.as_ref())).map_err(read)?;
+    let (old, new) = changed_files(repo, files, kept, &built.differ, &old.ids).map_err(read)?;
     let mut diff = diff::changes(&old, &new);
     if let Some(commit) = base.and_then(|oid| repo.find_commit(oid).ok()) {
         let clusters = tree.sealers().into_iter().map(|(cluster, ..)| cluster).collect();
@@ -568,6 +360,11 @@ fn prepare<R: CryptoRng + ?Sized>(
     store(repo, std::iter::once(commit).chain(built.objects).collect())?;
     Ok(Prepared { tip: Some(oid), diff: Some(diff) })
 }
+
+mod trees;
+
+pub use trees::KnownIds;
+use trees::{base_ids, build_tree, changed_files, tree_id};
 
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,14 @@
 //! The commit stage's tests: races, packs, trees and commit objects against libgit2's.
 
+use super::trees::*;
 use super::*;
+use crate::git::file_ids;
+use crate::tree::Kept;
 use git2::FileMode;
+use git2::Tree;
 use git2::build::TreeUpdateBuilder;
 use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
 
 fn files(version: &str) -> Files {
     [
@@ -233,6 +238,12 @@ fn a_checked_out_branch_of_a_repository_with_a_work_tree_follows_the_commit() {
     fsck(dir.path());
 }
 
+/// [`build_tree`] over the files of `base` as they are read.
+fn build<'a>(repo: &Repository, base: Option<&Tree<'_>>, files: &'a Files, kept: &'a Kept) -> Result<Built<'a>, git2::Error> {
+    let old = base_ids(repo, base, cluster_dirs(files), None)?;
+    build_tree(repo, base, files, kept, &old)
+}
+
 /// What `build_tree` did before it built trees in memory: libgit2's tree updates.
 fn libgit2_tree(repo: &Repository, base: &Tree<'_>, files: &Files) -> Oid {
     let empty = repo.find_tree(repo.treebuilder(None).expect("builder").write().expect("empty tree")).expect("empty tree");
@@ -287,21 +298,21 @@ fn trees_built_in_memory_equal_libgit2s_and_keep_what_is_outside_the_clusters() 
         rendered.insert(path.to_owned(), format!("path: {}\n", if path.contains("same") { "same" } else { path }).into_bytes());
     }
     let none = Kept::new();
-    let built = build_tree(&repo, Some(&base), &rendered, &none).expect("built");
+    let built = build(&repo, Some(&base), &rendered, &none).expect("built");
     assert_eq!(built.root, libgit2_tree(&repo, &base, &rendered));
-    assert_eq!(built.ids.len(), rendered.len());
+    assert_eq!(built.differ.len(), rendered.len() + 1, "every rendered file, and the stale one");
     // Into an empty repository too, and with nothing under `clusters/` nothing changes.
-    let built = build_tree(&repo, None, &rendered, &none).expect("built");
+    let built = build(&repo, None, &rendered, &none).expect("built");
     assert_eq!(built.root, libgit2_tree(&repo, &empty, &rendered));
     // Files the memo kept enter by their content id (a Git blob id), and give the same tree.
     let (mut bytes, mut kept) = (rendered.clone(), Kept::new());
     for path in ["clusters/a/components/app/inner.yaml", "clusters/b/same.yaml"] {
         kept.insert(path.to_owned(), crate::object::ContentId::of(&bytes.remove(path).expect("rendered")));
     }
-    assert_eq!(build_tree(&repo, None, &bytes, &kept).expect("built").root, built.root);
+    assert_eq!(build(&repo, None, &bytes, &kept).expect("built").root, built.root);
     let outside: Files = [("notes.txt".to_owned(), b"x\n".to_vec())].into();
-    assert_eq!(build_tree(&repo, Some(&base), &outside, &Kept::new()).expect("built").root, base.id());
-    assert_eq!(build_tree(&repo, None, &outside, &Kept::new()).expect("built").root, empty.id());
+    assert_eq!(build(&repo, Some(&base), &outside, &Kept::new()).expect("built").root, base.id());
+    assert_eq!(build(&repo, None, &outside, &Kept::new()).expect("built").root, empty.id());
 }
 
 #[test]
@@ -309,10 +320,10 @@ fn a_path_git_cannot_hold_is_refused() {
     let (_dir, repo) = bare();
     for bad in ["clusters/c/a//b.yaml", "clusters/c/../x.yaml", "clusters/c/.git/config", "clusters/c/./x.yaml"] {
         let rendered: Files = [(bad.to_owned(), b"x\n".to_vec())].into();
-        assert!(build_tree(&repo, None, &rendered, &Kept::new()).is_err(), "{bad}");
+        assert!(build(&repo, None, &rendered, &Kept::new()).is_err(), "{bad}");
     }
     let both: Files = [("clusters/c/x".to_owned(), b"x\n".to_vec()), ("clusters/c/x/y".to_owned(), b"y\n".to_vec())].into();
-    assert!(build_tree(&repo, None, &both, &Kept::new()).is_err(), "a file and a directory of the same name");
+    assert!(build(&repo, None, &both, &Kept::new()).is_err(), "a file and a directory of the same name");
 }
 
 #[test]
@@ -341,7 +352,8 @@ fn blob_ids_the_caller_read_are_used_only_over_the_tree_they_were_read_from() {
         Outcome::Committed { diff, .. } => crate::tree::diff::counts_text(&diff.totals()),
         Outcome::NoChanges { .. } => panic!("expected a commit"),
     };
-    let known = |tree: Oid, ids: BTreeMap<String, Oid>| Some(KnownIds { tree, dirs: vec!["clusters/c".to_owned()], ids });
+    let known =
+        |tree: Oid, ids: BTreeMap<String, Oid>| Some(KnownIds { tree, dirs: vec!["clusters/c".to_owned()], ids, trees: HashMap::new() });
     // Claimed for another tree: not used (the branch's files are read), so the diff is right.
     let elsewhere = CommitOptions { known: known(Oid::ZERO_SHA1, BTreeMap::new()), ..CommitOptions::default() };
     assert_eq!(counts(run(&repo, &elsewhere, "2")), "0 added, 1 changed, 0 removed");
@@ -350,7 +362,69 @@ fn blob_ids_the_caller_read_are_used_only_over_the_tree_they_were_read_from() {
     assert_eq!(counts(run(&repo, &here, "3")), "2 added, 0 changed, 0 removed");
     // The real ids of the branch's tree give the diff a read gives.
     let mut ids = BTreeMap::new();
-    file_ids(&repo, &repo.find_tree(tip()).expect("tree"), "clusters/c", &mut ids).expect("ids");
+    file_ids(&repo, &repo.find_tree(tip()).expect("tree"), "clusters/c", &mut ids, None).expect("ids");
     let read = CommitOptions { known: known(tip(), ids), ..CommitOptions::default() };
     assert_eq!(counts(run(&repo, &read, "4")), "0 added, 1 changed, 0 removed");
+}
+
+/// The tree of `files` (libgit2's, regular files), with `extra` entries in place of or beside them.
+fn tree_with(repo: &Repository, files: &Files, extra: &[(&str, Oid, FileMode)]) -> Oid {
+    let empty = repo.find_tree(repo.treebuilder(None).expect("builder").write().expect("empty")).expect("empty");
+    let mut update = TreeUpdateBuilder::new();
+    for (path, bytes) in files.iter().filter(|(path, _)| !extra.iter().any(|(other, ..)| other == path)) {
+        update.upsert(path.as_str(), repo.blob(bytes).expect("blob"), FileMode::Blob);
+    }
+    for &(path, id, mode) in extra {
+        update.upsert(path, id, mode);
+    }
+    update.create_updated(repo, &empty).expect("tree")
+}
+
+fn many(changed: &str) -> Files {
+    let mut files = Files::new();
+    for dir in ["a", "b/inner", "c", "d"] {
+        for name in ["x.yaml", "y.yaml"] {
+            let path = format!("clusters/c/{dir}/{name}");
+            let text = if !changed.is_empty() && path.ends_with(changed) { "changed\n".to_owned() } else { format!("path: {path}\n") };
+            files.insert(path, text.into_bytes());
+        }
+    }
+    files
+}
+
+#[test]
+fn a_commit_makes_only_the_trees_above_a_change_and_takes_no_tree_that_is_not_plain() {
+    let (_dir, repo) = bare();
+    let none = Kept::new();
+    let trees = |built: &Built<'_>| built.objects.iter().filter(|object| object.kind == ObjectType::Tree).count();
+    // One changed file: its directory, the cluster's, `clusters/` and the root are made; the
+    // other directories are the base's trees, and the whole equals libgit2's.
+    let base = repo.find_tree(tree_with(&repo, &many(""), &[])).expect("base");
+    let rendered = many("a/x.yaml");
+    let built = build(&repo, Some(&base), &rendered, &none).expect("built");
+    assert_eq!(built.root, libgit2_tree(&repo, &base, &rendered));
+    assert_eq!(trees(&built), 4, "clusters/c/a, clusters/c, clusters and the root");
+    // A removed file changes its directory too.
+    let mut fewer = many("");
+    fewer.remove("clusters/c/b/inner/y.yaml");
+    let built = build(&repo, Some(&base), &fewer, &none).expect("built");
+    assert_eq!(built.root, libgit2_tree(&repo, &base, &fewer));
+    assert_eq!(trees(&built), 5, "clusters/c/b/inner, clusters/c/b, clusters/c, clusters and the root");
+    // What another writer may leave where no rendered file changed (an executable or a symlink
+    // with a rendered file's content, an empty tree, a submodule) is not the rendered tree:
+    // the directories holding them are made again, without them.
+    let same = many("");
+    let blob = |path: &str| repo.blob(&same[path]).expect("blob");
+    let empty = repo.treebuilder(None).expect("builder").write().expect("empty");
+    for (path, id, mode) in [
+        ("clusters/c/a/x.yaml", blob("clusters/c/a/x.yaml"), FileMode::BlobExecutable),
+        ("clusters/c/b/inner/x.yaml", blob("clusters/c/b/inner/x.yaml"), FileMode::Link),
+        ("clusters/c/c/empty", empty, FileMode::Tree),
+        ("clusters/c/d/module", base.id(), FileMode::Commit),
+    ] {
+        let other = repo.find_tree(tree_with(&repo, &same, &[(path, id, mode)])).expect("other");
+        assert_ne!(other.id(), base.id(), "{path}");
+        let built = build(&repo, Some(&other), &same, &none).expect("built");
+        assert_eq!(built.root, base.id(), "{path}");
+    }
 }

@@ -1,0 +1,356 @@
+//! The commit's trees, built in memory: the rendered cluster directories over the branch's
+//! tree, with only the directories above a change made again.
+
+use crate::git::file_ids;
+use crate::git::pack::Object;
+use crate::layout::cluster_dirs;
+use crate::tree::{Files, Kept};
+use git2::{ObjectType, Oid, Repository, Tree};
+use rayon::prelude::*;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The blob ids of the files below some cluster directories of one Git tree.
+#[derive(Debug, Clone)]
+pub struct KnownIds {
+    /// The tree they were read from.
+    pub tree: Oid,
+    /// The cluster directories read (`clusters/<name>`), sorted.
+    pub dirs: Vec<String>,
+    /// Every file's blob id, by path.
+    pub ids: BTreeMap<String, Oid>,
+    /// The tree id of each plain directory below them (see [`super::file_ids`]), by path: a
+    /// commit takes such a tree as it is when none of its files changed.
+    pub trees: HashMap<String, Oid>,
+}
+
+impl KnownIds {
+    /// The ids of the files of `dirs` (cluster directories, sorted) in `tree`.
+    ///
+    /// # Errors
+    ///
+    /// A tree below them cannot be read.
+    pub fn read(repo: &Repository, tree: &Tree<'_>, dirs: Vec<String>) -> Result<KnownIds, git2::Error> {
+        let mut known = KnownIds { tree: tree.id(), dirs, ids: BTreeMap::new(), trees: HashMap::new() };
+        for dir in &known.dirs {
+            file_ids(repo, tree, dir, &mut known.ids, Some(&mut known.trees))?;
+        }
+        Ok(known)
+    }
+}
+
+/// The memo checks its stamps against the branch's files by these ids (a blob id is the file's
+/// content id), so they are read once, for both.
+impl crate::render::memo::Contents for KnownIds {
+    fn content_id(&self, path: &str) -> Option<crate::object::ContentId> {
+        self.ids.get(path).and_then(|oid| Some(crate::object::ContentId(oid.as_bytes().try_into().ok()?)))
+    }
+}
+
+/// Tree entry modes, as git writes them.
+pub(super) const TREE_MODE: i32 = 0o040_000;
+pub(super) const BLOB_MODE: i32 = 0o100_644;
+
+/// A tree entry: name, mode, id.
+pub(super) type TreeEntry<'a> = (Cow<'a, [u8]>, i32, Oid);
+
+/// The tree object holding `entries`, sorted as git sorts them (a tree's name as if it ended
+/// in `/`).
+pub(super) fn tree_object(mut entries: Vec<TreeEntry<'_>>) -> Result<Object<'static>, git2::Error> {
+    let key = |(name, mode, _): &TreeEntry<'_>| {
+        let slash: &[u8] = if *mode == TREE_MODE { b"/" } else { b"" };
+        name.iter().chain(slash).copied().collect::<Vec<u8>>()
+    };
+    entries.sort_by_cached_key(key);
+    let mut data = Vec::with_capacity(entries.iter().map(|(name, _, _)| name.len() + 28).sum());
+    for (name, mode, id) in &entries {
+        data.extend_from_slice(format!("{mode:o} ").as_bytes());
+        data.extend_from_slice(name);
+        data.push(0);
+        data.extend_from_slice(id.as_bytes());
+    }
+    Object::new(ObjectType::Tree, Cow::Owned(data))
+}
+
+/// Whether `path` (relative, `/`-separated) can be a file's path in git.
+pub(super) fn check_path(path: &str) -> Result<(), git2::Error> {
+    match path
+        .split('/')
+        .find(|name| name.is_empty() || *name == "." || *name == ".." || name.eq_ignore_ascii_case(".git") || name.contains('\0'))
+    {
+        Some(name) => Err(git2::Error::from_str(&format!("`{path}`: `{name}` cannot be a file or directory name in git"))),
+        None => Ok(()),
+    }
+}
+
+/// A directory of the rendered tree: its entries by name.
+#[derive(Default)]
+pub(super) struct Dir<'a> {
+    entries: BTreeMap<&'a str, Node<'a>>,
+}
+
+pub(super) enum Node<'a> {
+    Blob(Oid),
+    /// A directory taken whole from the base.
+    Tree(Oid),
+    Dir(Dir<'a>),
+}
+
+impl<'a> Dir<'a> {
+    /// Adds `leaf` (a blob or a tree) at `path` (relative, `/`-separated, checked).
+    fn insert(&mut self, path: &'a str, leaf: Node<'a>) -> Result<(), git2::Error> {
+        let (name, rest) = path.split_once('/').map_or((path, None), |(name, rest)| (name, Some(rest)));
+        let conflict = || git2::Error::from_str(&format!("`{name}` is both a file and a directory"));
+        match rest {
+            None => match self.entries.insert(name, leaf) {
+                Some(Node::Dir(_) | Node::Tree(_)) => Err(conflict()),
+                _ => Ok(()),
+            },
+            Some(rest) => match self.entries.entry(name).or_insert_with(|| Node::Dir(Dir::default())) {
+                Node::Dir(dir) => dir.insert(rest, leaf),
+                Node::Blob(_) | Node::Tree(_) => Err(conflict()),
+            },
+        }
+    }
+
+    /// Pushes the tree objects of this directory and below onto `objects`; returns its id.
+    fn write(self, objects: &mut Vec<Object<'_>>) -> Result<Oid, git2::Error> {
+        let mut entries = Vec::with_capacity(self.entries.len());
+        for (name, node) in self.entries {
+            let (mode, id) = match node {
+                Node::Blob(id) => (BLOB_MODE, id),
+                Node::Tree(id) => (TREE_MODE, id),
+                Node::Dir(dir) => (TREE_MODE, dir.write(objects)?),
+            };
+            entries.push((Cow::Borrowed(name.as_bytes()), mode, id));
+        }
+        let tree = tree_object(entries)?;
+        let id = tree.id;
+        objects.push(tree);
+        Ok(id)
+    }
+}
+
+/// The id of `tree`, or of the empty tree (which need not be in the repository).
+pub(super) fn tree_id(tree: Option<&Tree<'_>>) -> Result<Oid, git2::Error> {
+    tree.map_or_else(|| Ok(tree_object(Vec::new())?.id), |tree| Ok(tree.id()))
+}
+
+/// A new tree built in memory, nothing written yet.
+pub(super) struct Built<'a> {
+    /// The root tree.
+    pub(super) root: Oid,
+    /// Every blob and tree of the rendered directories and the trees above them (the
+    /// repository may hold some already; duplicates are possible).
+    pub(super) objects: Vec<Object<'a>>,
+    /// The paths under the cluster directories whose file differs from the base's: added,
+    /// removed or changed.
+    pub(super) differ: Vec<String>,
+}
+
+/// The directories (`dir` and below) in which a file of `new` (sorted by path, all below
+/// `dir`) and `old` differs: added, removed or with another blob. The paths that differ are
+/// added to `differ`.
+pub(super) fn changed_dirs<'p>(
+    dir: &str,
+    new: &[(&'p str, Oid)],
+    old: &'p BTreeMap<String, Oid>,
+    differ: &mut Vec<String>,
+) -> HashSet<&'p str> {
+    let prefix = format!("{dir}/");
+    let mut new = new.iter().copied().peekable();
+    let mut old = old.range(prefix.clone()..).take_while(|(path, _)| path.starts_with(&prefix)).map(|(p, id)| (p.as_str(), *id)).peekable();
+    let mut changed = HashSet::new();
+    loop {
+        let order = match (new.peek(), old.peek()) {
+            (None, None) => break,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some((a, _)), Some((b, _))) => a.cmp(b),
+        };
+        let path = match order {
+            std::cmp::Ordering::Less => new.next().map(|(path, _)| path),
+            std::cmp::Ordering::Greater => old.next().map(|(path, _)| path),
+            std::cmp::Ordering::Equal => match (new.next(), old.next()) {
+                (Some((path, x)), Some((_, y))) if x != y => Some(path),
+                _ => None,
+            },
+        };
+        let Some(path) = path else { continue };
+        differ.push(path.to_owned());
+        // NB: a directory already in the set has its parents there too.
+        let mut at = path;
+        while let Some((parent, _)) = at.rsplit_once('/') {
+            if parent.len() < dir.len() || !changed.insert(parent) {
+                break;
+            }
+            at = parent;
+        }
+    }
+    changed
+}
+
+/// The directory tree of cluster directory `dir` holding `new` (its files' blob ids, sorted by
+/// path): a directory none of whose files differs from `old` is taken whole when the base's is
+/// plain, so only the directories above a change are made. The paths that differ are added to
+/// `differ`.
+pub(super) fn cluster_tree<'a>(
+    dir: &str,
+    new: &[(&'a str, Oid)],
+    old: &KnownIds,
+    differ: &mut Vec<String>,
+) -> Result<Dir<'a>, git2::Error> {
+    let changed = changed_dirs(dir, new, &old.ids, differ);
+    // The outermost directory of `path` taken whole: where it ends in `path`, and its tree.
+    let taken = |path: &str| -> Option<(usize, Oid)> {
+        let mut at = dir.len();
+        while let Some(slash) = path[at + 1..].find('/') {
+            at += 1 + slash;
+            let parent = &path[..at];
+            if let (false, Some(id)) = (changed.contains(parent), old.trees.get(parent)) {
+                return Some((at, *id));
+            }
+        }
+        None
+    };
+    let mut tree = Dir::default();
+    let mut last: Option<&str> = None;
+    for &(path, id) in new {
+        let relative = &path[dir.len() + 1..];
+        // NB: every path is checked, those of a directory taken whole too.
+        check_path(relative)?;
+        if last.is_some_and(|taken| path.strip_prefix(taken).is_some_and(|rest| rest.starts_with('/'))) {
+            continue;
+        }
+        match taken(path) {
+            Some((at, id)) => {
+                tree.insert(&path[dir.len() + 1..at], Node::Tree(id))?;
+                last = Some(&path[..at]);
+            }
+            None => tree.insert(relative, Node::Blob(id))?,
+        }
+    }
+    Ok(tree)
+}
+
+/// Files' blob ids, by path.
+type FileIds<'a> = Vec<(&'a str, Oid)>;
+
+/// The files of cluster directory `dir`: the blobs of the rendered ones, and every file's blob
+/// id (the rendered ones' and the `kept` ones'), sorted by path.
+fn cluster_files<'a>(dir: &str, files: &'a Files, kept: &'a Kept) -> Result<(Vec<Object<'a>>, FileIds<'a>), git2::Error> {
+    let prefix = format!("{dir}/");
+    let inside: Vec<(&'a str, &'a str, &'a [u8])> = files
+        .range(prefix.clone()..)
+        .map_while(|(path, bytes)| path.strip_prefix(&prefix).map(|relative| (path.as_str(), relative, bytes.as_slice())))
+        .collect();
+    let blobs: Vec<Object<'a>> =
+        inside.par_iter().map(|&(_, _, bytes)| Object::new(ObjectType::Blob, Cow::Borrowed(bytes))).collect::<Result<_, _>>()?;
+    let mut new: Vec<(&'a str, Oid)> = inside.iter().zip(&blobs).map(|(&(path, ..), blob)| (path, blob.id)).collect();
+    for (path, id) in kept.range(prefix.clone()..).take_while(|(path, _)| path.starts_with(&prefix)) {
+        new.push((path.as_str(), Oid::from_bytes(&id.0)?));
+    }
+    // NB: two sorted runs; of a path in both, the kept one stays.
+    new.sort_by(|a, b| a.0.cmp(b.0));
+    new.dedup_by(|later, earlier| {
+        later.0 == earlier.0 && {
+            *earlier = *later;
+            true
+        }
+    });
+    Ok((blobs, new))
+}
+
+/// Replaces `clusters/<cluster>/` of `base` with the rendered files, in memory: the blob ids
+/// are computed in parallel, the trees above them from those. The `kept` files (the render
+/// memo's, known by content id) are already in the repository: only their ids are entered. A
+/// directory none of whose files differs from `old` (the ids of `base`'s files) is `base`'s
+/// tree, when that is plain: only the trees above a change are made.
+pub(super) fn build_tree<'a>(
+    repo: &Repository,
+    base: Option<&Tree<'_>>,
+    files: &'a Files,
+    kept: &'a Kept,
+    old: &KnownIds,
+) -> Result<Built<'a>, git2::Error> {
+    let dirs = cluster_dirs(files);
+    let mut built = Built { root: tree_id(base)?, objects: Vec::new(), differ: Vec::new() };
+    if dirs.is_empty() {
+        return Ok(built);
+    }
+    let mut clusters: Vec<TreeEntry<'_>> = Vec::new();
+    for dir in &dirs {
+        let (blobs, new) = cluster_files(dir, files, kept)?;
+        let tree = cluster_tree(dir, &new, old, &mut built.differ)?;
+        let name = dir.strip_prefix("clusters/").unwrap_or(dir).as_bytes().to_vec();
+        clusters.push((Cow::Owned(name), TREE_MODE, tree.write(&mut built.objects)?));
+        built.objects.extend(blobs);
+    }
+    // `clusters/` keeps its other clusters, the root its other entries.
+    let kept = |tree: Option<&Tree<'_>>, replaced: &[TreeEntry<'_>]| -> Vec<TreeEntry<'static>> {
+        tree.into_iter()
+            .flat_map(Tree::iter)
+            .filter(|entry| !replaced.iter().any(|(name, _, _)| name[..] == *entry.name_bytes()))
+            .map(|entry| (Cow::Owned(entry.name_bytes().to_vec()), entry.filemode_raw(), entry.id()))
+            .collect()
+    };
+    let old_clusters = match base.and_then(|tree| tree.get_name("clusters")) {
+        Some(entry) if entry.kind() == Some(ObjectType::Tree) => Some(repo.find_tree(entry.id())?),
+        _ => None,
+    };
+    let mut entries = kept(old_clusters.as_ref(), &clusters);
+    entries.extend(clusters);
+    let clusters_tree = tree_object(entries)?;
+    let clusters_entry: TreeEntry<'_> = (Cow::Borrowed(b"clusters"), TREE_MODE, clusters_tree.id);
+    built.objects.push(clusters_tree);
+    let mut entries = kept(base, std::slice::from_ref(&clusters_entry));
+    entries.push(clusters_entry);
+    let root = tree_object(entries)?;
+    built.root = root.id;
+    built.objects.push(root);
+    Ok(built)
+}
+
+/// The files of `base` (under the cluster directories that `files` fill) and of `files` that
+/// differ, by blob id; only the old blobs that differ are read, so a small change stays small.
+/// [`diff::changes`] of these equals that of the whole trees.
+pub(super) fn changed_files(
+    repo: &Repository,
+    files: &Files,
+    kept: &Kept,
+    differ: &[String],
+    old_ids: &BTreeMap<String, Oid>,
+) -> Result<(Files, Files), git2::Error> {
+    let mut old = Files::new();
+    let outside = files.iter().filter(|(path, _)| crate::layout::cluster_of(path).is_none());
+    let mut new: Files = outside.map(|(path, bytes)| (path.clone(), bytes.clone())).collect();
+    for path in differ {
+        if let Some(id) = old_ids.get(path) {
+            old.insert(path.clone(), repo.find_blob(*id)?.content().to_vec());
+        }
+        if let Some(bytes) = files.get(path) {
+            new.insert(path.clone(), bytes.clone());
+        } else if let Some(id) = kept.get(path) {
+            // A kept file differs from the base only when the branch moved since the memo was
+            // checked.
+            new.insert(path.clone(), repo.find_blob(Oid::from_bytes(&id.0)?)?.content().to_vec());
+        }
+    }
+    Ok((old, new))
+}
+
+/// The ids of the files of `dirs` in `base`: `known` when it was read from that same tree and
+/// directories, read now otherwise (none without a base).
+pub(super) fn base_ids<'k>(
+    repo: &Repository,
+    base: Option<&Tree<'_>>,
+    mut dirs: Vec<String>,
+    known: Option<&'k KnownIds>,
+) -> Result<Cow<'k, KnownIds>, git2::Error> {
+    dirs.sort();
+    match (base, known) {
+        (Some(base), Some(known)) if base.id() == known.tree && known.dirs == dirs => Ok(Cow::Borrowed(known)),
+        (Some(base), _) => KnownIds::read(repo, base, dirs).map(Cow::Owned),
+        (None, _) => Ok(Cow::Owned(KnownIds { tree: Oid::ZERO_SHA1, dirs, ids: BTreeMap::new(), trees: HashMap::new() })),
+    }
+}
