@@ -12,7 +12,6 @@ use crate::render::unit;
 use crate::source::memo_cache;
 use crate::spec::{Bundle, Spec};
 use anyhow::Context as _;
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -184,18 +183,13 @@ fn build_with_memo(
     }
 }
 
-/// The entries of `map` whose key starts with `prefix`.
-fn under<V: Clone>(map: &BTreeMap<String, V>, prefix: &str) -> BTreeMap<String, V> {
-    map.range(prefix.to_owned()..).take_while(|(key, _)| key.starts_with(prefix)).map(|(k, v)| (k.clone(), v.clone())).collect()
-}
-
 /// Saves this commit's memo entries, per cluster (a memo that cannot be saved costs the next
 /// commit time, never correctness: every stamp is checked against the branch's files).
 fn save_memo(memos: &Path, spec: &Spec, jobs: &Table, namespaces: &unit::Table) {
     let mut staged = memo_cache::Staged::default();
     for cluster in &spec.clusters {
         let prefix = format!("{}/", cluster.name());
-        let saved = Some((&under(jobs, &prefix), &under(namespaces, &prefix)));
+        let saved = Some((&memo_cache::Slice::new(jobs, &prefix), &memo_cache::Slice::new(namespaces, &prefix)));
         if let Err(error) = staged.add(memos, cluster.name(), saved, &crate::tree::current::Records::default(), None) {
             eprintln!("warning: the render memo of cluster `{}` was not saved: {error}", cluster.name());
             return;

@@ -11,11 +11,12 @@
 //! shows in a diff. It holds stamps, object identities and paths: no value. A missing,
 //! unreadable or foreign memo is an empty one.
 
-use crate::render::memo::{Previous, Table};
+use crate::render::memo::Previous;
 use crate::render::stamp::ClusterStamp;
 use crate::render::unit;
 use crate::tree::current::Records;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The memo directory of output directory `out`; `None` when no cache directory is known.
@@ -57,6 +58,39 @@ pub(crate) fn load_stamp(dir: &Path, cluster: &str) -> Option<ClusterStamp> {
     read_json(&dir.join(format!("{cluster}.stamp")))
 }
 
+/// The entries of a memo table whose key starts with a prefix (a cluster's, `<cluster>/`),
+/// written as a JSON object without being copied out of it.
+pub(crate) struct Slice<'a, V> {
+    table: &'a BTreeMap<String, V>,
+    prefix: &'a str,
+}
+
+impl<'a, V> Slice<'a, V> {
+    /// The entries of `table` whose key starts with `prefix`.
+    pub(crate) fn new(table: &'a BTreeMap<String, V>, prefix: &'a str) -> Slice<'a, V> {
+        Slice { table, prefix }
+    }
+
+    /// Every entry of `table`.
+    pub(crate) fn all(table: &'a BTreeMap<String, V>) -> Slice<'a, V> {
+        Slice { table, prefix: "" }
+    }
+}
+
+impl<V: serde::Serialize> serde::Serialize for Slice<'_, V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let range = self.table.range(self.prefix.to_owned()..);
+        serializer.collect_map(range.take_while(|(key, _)| key.starts_with(self.prefix)))
+    }
+}
+
+/// Writes `value` as JSON into `file`, and flushes it.
+fn write_json(file: &mut std::io::BufWriter<std::fs::File>, value: &impl serde::Serialize) -> std::io::Result<()> {
+    use std::io::Write as _;
+    serde_json::to_writer(&mut *file, value).map_err(std::io::Error::other)?;
+    file.flush()
+}
+
 /// A memo not written for this long is removed when another is saved (output directories come
 /// and go; their memos should not pile up).
 const STALE: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
@@ -75,7 +109,7 @@ impl Staged {
         &mut self,
         dir: &Path,
         cluster: &str,
-        jobs: Option<(&Table, &unit::Table)>,
+        jobs: Option<(&Slice<'_, crate::render::memo::Entry>, &Slice<'_, unit::UnitEntry>)>,
         records: &Records,
         stamp: Option<&ClusterStamp>,
     ) -> std::io::Result<()> {
@@ -96,15 +130,13 @@ impl Staged {
         let mut lines = create(format!("{cluster}.files"))?;
         let Some((jobs, units)) = jobs else { return records.write_to(&mut lines).and_then(|()| lines.flush()) };
         let mut namespaces = create(format!("{cluster}.units"))?;
-        serde_json::to_writer(&mut namespaces, units).map_err(std::io::Error::other)?;
-        namespaces.flush()?;
         let mut json = create(format!("{cluster}.json"))?;
-        // NB: the two files are written side by side.
-        let (json, lines) = rayon::join(
-            || serde_json::to_writer(&mut json, jobs).map_err(std::io::Error::other).and_then(|()| json.flush()),
+        // NB: the three files are written side by side.
+        let ((json, namespaces), lines) = rayon::join(
+            || rayon::join(|| write_json(&mut json, jobs), || write_json(&mut namespaces, units)),
             || records.write_to(&mut lines).and_then(|()| lines.flush()),
         );
-        json.and(lines)
+        json.and(namespaces).and(lines)
     }
 
     /// Puts every staged file in place (each by a rename: a reader sees the old memo or the new
