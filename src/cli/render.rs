@@ -264,13 +264,8 @@ fn render_cluster(
         records.saved = inputs::unix_now_nanos();
         let stamp = stamping.map(|s| s.stamp(&reads, records.saved, units));
         let namespaces = namespaces.unwrap_or_default();
-        if let Err(error) = sum.memo.add(
-            memos,
-            name,
-            Some((&memo_cache::Slice::all(&jobs), &memo_cache::Slice::all(&namespaces))),
-            &records,
-            stamp.as_ref(),
-        ) {
+        let saved = (&memo_cache::Slice::all(&jobs), &memo_cache::Slice::all(&namespaces));
+        if let Err(error) = sum.memo.add(memos, name, Some(saved), &records, stamp.as_ref()) {
             eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
         }
     }
