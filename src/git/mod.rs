@@ -9,11 +9,14 @@ pub mod commit;
 pub mod pack;
 pub mod provenance;
 pub mod remote;
+mod walk;
 
 use crate::tree::Files;
-use git2::{ObjectType, Repository, Tree};
+use git2::{Repository, Tree};
+
 use serde_json::Value as Json;
 use std::path::PathBuf;
+pub(crate) use walk::file_ids;
 
 /// Errors of the Git stage.
 #[derive(Debug, thiserror::Error)]
@@ -247,55 +250,4 @@ pub fn read_files(repo: &Repository, tree: &Tree<'_>, prefix: &str) -> Result<Fi
     let mut ids = std::collections::BTreeMap::new();
     file_ids(repo, tree, prefix, &mut ids, None)?;
     ids.into_iter().map(|(path, id)| Ok((path, repo.find_blob(id)?.content().to_vec()))).collect()
-}
-
-/// The blob id of every file under `prefix` (a directory path, no trailing slash) in `tree`,
-/// by full path, without reading the blobs. `trees`, when given, receives the id of every
-/// directory at or below `prefix` that is *plain*, by path: it holds at least one entry, and
-/// only regular files (mode `100644`) and plain directories, so the tree of its files is that
-/// tree exactly (a commit takes it as it is when none of them changed).
-///
-/// # Errors
-///
-/// A tree below `prefix` cannot be read.
-pub(crate) fn file_ids(
-    repo: &Repository,
-    tree: &Tree<'_>,
-    prefix: &str,
-    ids: &mut std::collections::BTreeMap<String, git2::Oid>,
-    mut trees: Option<&mut std::collections::HashMap<String, git2::Oid>>,
-) -> Result<(), git2::Error> {
-    let Ok(entry) = tree.get_path(std::path::Path::new(prefix)) else { return Ok(()) };
-    if entry.kind() != Some(ObjectType::Tree) {
-        return Ok(());
-    }
-    walk_ids(repo, entry.id(), prefix, ids, &mut trees).map(drop)
-}
-
-/// [`file_ids`] of tree `id` at `path`; whether it is plain.
-fn walk_ids(
-    repo: &Repository,
-    id: git2::Oid,
-    path: &str,
-    ids: &mut std::collections::BTreeMap<String, git2::Oid>,
-    trees: &mut Option<&mut std::collections::HashMap<String, git2::Oid>>,
-) -> Result<bool, git2::Error> {
-    let tree = repo.find_tree(id)?;
-    let mut plain = !tree.is_empty();
-    for entry in &tree {
-        plain &= entry.name().is_ok();
-        let child = format!("{path}/{}", String::from_utf8_lossy(entry.name_bytes()));
-        match entry.kind() {
-            Some(ObjectType::Blob) => {
-                plain &= entry.filemode_raw() == 0o100_644;
-                ids.insert(child, entry.id());
-            }
-            Some(ObjectType::Tree) => plain &= walk_ids(repo, entry.id(), &child, ids, trees)?,
-            _ => plain = false,
-        }
-    }
-    if let (true, Some(trees)) = (plain, trees.as_deref_mut()) {
-        trees.insert(path.to_owned(), id);
-    }
-    Ok(plain)
 }

@@ -1,0 +1,181 @@
+//! The ids of a tree's files, read without their contents. A branch's cluster directory holds
+//! tens of thousands of files in thousands of trees: the first trees are read one by one until
+//! there are enough left to read side by side (each reader opens the repository again: a git2
+//! repository is not shared between threads).
+
+use git2::{ObjectType, Oid, Repository, Tree};
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+
+/// How many trees wait to be read before they are read side by side.
+const SPLIT: usize = 32;
+
+/// Ids by path: of files (blobs) or of directories (trees).
+type Ids = Vec<(String, Oid)>;
+
+/// The blob id of every file under `prefix` (a directory path, no trailing slash) in `tree`,
+/// by full path, without reading the blobs. `trees`, when given, receives the id of every
+/// directory at or below `prefix` that is *plain*, by path: it holds at least one entry, and
+/// only regular files (mode `100644`) and plain directories, so the tree of its files is that
+/// tree exactly (a commit takes it as it is when none of them changed).
+///
+/// # Errors
+///
+/// A tree below `prefix` cannot be read.
+pub(crate) fn file_ids(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    prefix: &str,
+    ids: &mut BTreeMap<String, Oid>,
+    trees: Option<&mut HashMap<String, Oid>>,
+) -> Result<(), git2::Error> {
+    let Ok(entry) = tree.get_path(std::path::Path::new(prefix)) else { return Ok(()) };
+    if entry.kind() != Some(ObjectType::Tree) {
+        return Ok(());
+    }
+    let (found, plain) = read_all(repo, entry.id(), prefix)?;
+    if ids.is_empty() {
+        // NB: built from the sorted whole, not inserted one by one.
+        *ids = found.into_iter().collect();
+    } else {
+        ids.extend(found);
+    }
+    if let Some(trees) = trees {
+        trees.extend(plain);
+    }
+    Ok(())
+}
+
+/// A tree of the walk: where it is, and whether it is plain so far.
+struct Node {
+    path: String,
+    id: Oid,
+    parent: Option<usize>,
+    plain: bool,
+}
+
+/// The files of tree `root` at `path` and its plain trees.
+fn read_all(repo: &Repository, root: Oid, path: &str) -> Result<(Ids, Ids), git2::Error> {
+    let (mut ids, mut plain) = (Vec::new(), Vec::new());
+    let mut nodes = vec![Node { path: path.to_owned(), id: root, parent: None, plain: true }];
+    let mut next = 0;
+    while next < nodes.len() && nodes.len() - next < SPLIT {
+        let mut subtrees = Vec::new();
+        nodes[next].plain = read_one(&repo.find_tree(nodes[next].id)?, &nodes[next].path, &mut ids, &mut subtrees);
+        nodes.extend(subtrees.into_iter().map(|(path, id)| Node { path, id, parent: Some(next), plain: true }));
+        next += 1;
+    }
+    let at = repo.path();
+    let rest: Vec<(Ids, Ids, bool)> = nodes[next..]
+        .par_iter()
+        .map_init(
+            || Repository::open(at),
+            |repo, node| {
+                let repo = repo.as_ref().map_err(|e| git2::Error::new(e.code(), e.class(), e.message()))?;
+                let (mut ids, mut plain) = (Vec::new(), Vec::new());
+                let whole = read_below(repo, node.id, &node.path, &mut ids, &mut plain)?;
+                Ok((ids, plain, whole))
+            },
+        )
+        .collect::<Result<_, git2::Error>>()?;
+    for ((found, trees, whole), node) in rest.into_iter().zip(next..) {
+        ids.extend(found);
+        plain.extend(trees);
+        nodes[node].plain = whole;
+    }
+    // NB: a tree comes after its parent, so each is final before it is passed up.
+    for index in (0..nodes.len()).rev() {
+        match (nodes[index].plain, nodes[index].parent) {
+            (false, Some(parent)) => nodes[parent].plain = false,
+            (true, _) if index < next => plain.push((nodes[index].path.clone(), nodes[index].id)),
+            _ => {}
+        }
+    }
+    ids.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok((ids, plain))
+}
+
+/// Adds the files of `tree` (at `path`) to `ids` and its subtrees to `subtrees`; whether its
+/// own entries are plain.
+fn read_one(tree: &Tree<'_>, path: &str, ids: &mut Ids, subtrees: &mut Ids) -> bool {
+    let mut plain = !tree.is_empty();
+    for entry in tree {
+        plain &= entry.name().is_ok();
+        let child = format!("{path}/{}", String::from_utf8_lossy(entry.name_bytes()));
+        match entry.kind() {
+            Some(ObjectType::Blob) => {
+                plain &= entry.filemode_raw() == 0o100_644;
+                ids.push((child, entry.id()));
+            }
+            Some(ObjectType::Tree) => subtrees.push((child, entry.id())),
+            _ => plain = false,
+        }
+    }
+    plain
+}
+
+/// The files of tree `id` at `path` and below, read one by one, into `ids`, and its plain
+/// trees into `plain`; whether it is plain.
+fn read_below(repo: &Repository, id: Oid, path: &str, ids: &mut Ids, plain: &mut Ids) -> Result<bool, git2::Error> {
+    let mut subtrees = Vec::new();
+    let mut whole = read_one(&repo.find_tree(id)?, path, ids, &mut subtrees);
+    for (child, tree) in subtrees {
+        whole &= read_below(repo, tree, &child, ids, plain)?;
+    }
+    if whole {
+        plain.push((path.to_owned(), id));
+    }
+    Ok(whole)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use git2::FileMode;
+    use git2::build::TreeUpdateBuilder;
+
+    /// A tree of more directories than are read one by one, with what is not plain at the top,
+    /// in the middle and at the bottom.
+    fn tree(repo: &Repository) -> Oid {
+        let blob = repo.blob(b"kind: ConfigMap\n").expect("blob");
+        let empty = repo.treebuilder(None).expect("builder").write().expect("empty");
+        let mut update = TreeUpdateBuilder::new();
+        for a in 0..6 {
+            for b in 0..6 {
+                for c in 0..3 {
+                    update.upsert(format!("n{a}/s{b}/c{c}/x.yaml"), blob, FileMode::Blob);
+                }
+                update.upsert(format!("n{a}/s{b}.yaml"), blob, FileMode::Blob);
+            }
+        }
+        update.upsert("top.sh", blob, FileMode::BlobExecutable);
+        update.upsert("n1/s2/link", blob, FileMode::Link);
+        update.upsert("n3/s4/c1/empty", empty, FileMode::Tree);
+        update.upsert("n5/s5/c2/module", blob, FileMode::Commit);
+        let root = repo.find_tree(repo.treebuilder(None).expect("builder").write().expect("root")).expect("root");
+        update.create_updated(repo, &root).expect("tree")
+    }
+
+    #[test]
+    fn trees_read_side_by_side_give_what_one_reader_gives() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = Repository::init_bare(dir.path()).expect("init");
+        let root = tree(&repo);
+        let (ids, mut plain) = read_all(&repo, root, "clusters/c").expect("read");
+        let (mut one_ids, mut one_plain) = (Vec::new(), Vec::new());
+        assert!(!read_below(&repo, root, "clusters/c", &mut one_ids, &mut one_plain).expect("read"));
+        one_ids.sort();
+        plain.sort();
+        one_plain.sort();
+        assert_eq!(ids, one_ids);
+        assert_eq!(plain, one_plain);
+        assert!(ids.len() > 6 * 6 * 4, "{} files", ids.len());
+        let plain: Vec<&str> = plain.iter().map(|(path, _)| path.as_str()).collect();
+        for path in ["clusters/c/n0", "clusters/c/n3/s3", "clusters/c/n3/s4/c0", "clusters/c/n5/s5/c1"] {
+            assert!(plain.contains(&path), "{path} is plain");
+        }
+        for path in ["clusters/c", "clusters/c/n1", "clusters/c/n1/s2", "clusters/c/n3/s4", "clusters/c/n3/s4/c1", "clusters/c/n5/s5/c2"] {
+            assert!(!plain.contains(&path), "{path} is not plain");
+        }
+    }
+}
