@@ -24,11 +24,9 @@ fn short(oid: git2::Oid) -> String {
 
 /// Runs `tfrs commit`.
 pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
+    let Some((spec, bundle, repo, is_url)) = load_and_open(args)? else {
         return Ok(Status::Failure);
     };
-    let spec = select(spec, &bundle, &args.settings.clusters)?;
-    let (repo, is_url) = crate::git::open(&args.repo)?;
     let author = Author::resolve(args.author.as_deref(), &repo, &|name| std::env::var(name).ok())?;
     let push = (args.push || is_url)
         .then(|| Push { remote: if is_url { "origin".to_owned() } else { args.remote.clone() }, follow_remote: is_url });
@@ -78,6 +76,25 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // (the tree, which holds plaintext Secrets, is dropped and zeroized as usual).
     std::mem::forget((spec, bundle));
     print_outcome(stdout, outcome, &branch, &remote, &note, args.quiet)
+}
+
+/// The selected specs and the repository (and whether it was given as a URL), or `None` after
+/// reporting invalid specs.
+fn load_and_open(args: &CommitArgs) -> anyhow::Result<Option<(Spec, Bundle, git2::Repository, bool)>> {
+    // NB: a local repository is opened while the specs load (the first use of libgit2 sets up
+    // its TLS library, tens of milliseconds); its errors come after the specs'. A remote one is
+    // fetched only for valid specs.
+    let (loaded, opened) = std::thread::scope(|scope| {
+        let opening = (!crate::git::remote::is_url(&args.repo)).then(|| scope.spawn(|| crate::git::open(&args.repo)));
+        let loaded = load(&args.inputs, &args.settings.overlays);
+        (loaded, opening.map(|opening| opening.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
+    });
+    let Some((spec, bundle)) = loaded? else {
+        return Ok(None);
+    };
+    let spec = select(spec, &bundle, &args.settings.clusters)?;
+    let (repo, is_url) = opened.unwrap_or_else(|| crate::git::open(&args.repo))?;
+    Ok(Some((spec, bundle, repo, is_url)))
 }
 
 /// The result line (with `note` at its end), what changed unless `quiet`, the push.
