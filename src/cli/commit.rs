@@ -70,11 +70,13 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         let dropping = std::thread::spawn(move || drop(tree));
         save_memo(memos, &spec, &jobs, &namespaces);
         let _ = dropping.join();
+        std::mem::forget(namespaces);
     }
     let remote = push.map(|p| p.remote).unwrap_or_default();
-    // NB: the process ends next; freeing the specs one object at a time is not worth its time
-    // (the tree, which holds plaintext Secrets, is dropped and zeroized as usual).
-    std::mem::forget((spec, bundle));
+    // NB: the process ends next; freeing the specs, the memo's entries and the branch's ids one
+    // object at a time is not worth its time (the tree, which holds plaintext Secrets, is
+    // dropped and zeroized as usual).
+    std::mem::forget((spec, bundle, jobs, options));
     print_outcome(stdout, outcome, &branch, &remote, &note, args.quiet)
 }
 

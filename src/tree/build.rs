@@ -94,14 +94,16 @@ fn same_object_text(clashes: &[SameObject]) -> String {
     lines.join("\n")
 }
 
-/// Every pair of files of a tree that hold one object, from `(object, directory, file)` in
-/// write order (the path is `<directory>/<file>`, or `file` without a directory; it is made only
+/// Every pair of files of a tree that hold one object, from `(object, directory, file)` (`count`
+/// of them) in write order (the path is `<directory>/<file>`, or `file` without a directory; it is made only
 /// for a clash).
-fn same_objects<'a>(objects: impl IntoIterator<Item = (&'a ObjectId, Option<&'a str>, &'a str)>) -> Vec<SameObject> {
+fn same_objects<'a>(objects: impl IntoIterator<Item = (&'a ObjectId, Option<&'a str>, &'a str)>, count: usize) -> Vec<SameObject> {
     let path = |dir: Option<&str>, file: &str| dir.map_or_else(|| file.to_owned(), |dir| format!("{dir}/{file}"));
     // The server's key (group, kind, namespace, name) -> where it was first written.
     type Key<'a> = (&'a str, &'a str, Option<&'a str>, &'a str);
-    let mut seen: rustc_hash::FxHashMap<Key<'_>, (Option<&str>, &str)> = rustc_hash::FxHashMap::default();
+    // NB: sized once (a large cluster has tens of thousands of objects).
+    let mut seen: rustc_hash::FxHashMap<Key<'_>, (Option<&str>, &str)> =
+        rustc_hash::FxHashMap::with_capacity_and_hasher(count, rustc_hash::FxBuildHasher);
     let mut clashes = Vec::new();
     for (object, dir, file) in objects {
         let key = (object.group(), object.kind.as_str(), object.namespace(), object.name.as_str());
@@ -188,7 +190,8 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>, memo: O
         || {
             let component_objects =
                 plan.components.iter().flat_map(|c| c.objects.iter().map(|o| (&o.id, Some(root.as_str()), o.file.as_str())));
-            same_objects(component_objects.chain(gitops_objects.iter().map(|(id, path)| (id, None, path.as_str()))))
+            let count = plan.components.iter().map(|c| c.objects.len()).sum::<usize>() + gitops_objects.len();
+            same_objects(component_objects.chain(gitops_objects.iter().map(|(id, path)| (id, None, path.as_str()))), count)
         },
         || plan_file(&plan, memo, &mut files, &mut kept),
     );
