@@ -46,23 +46,29 @@ pub(crate) fn file_ids(
     Ok(())
 }
 
-/// A tree of the walk: where it is, and whether it is plain so far.
+/// A tree of the walk: where it is, whether every name on its path is UTF-8 (its path is then
+/// its own, not a lossy one another tree may share), and whether it is plain so far.
 struct Node {
     path: String,
     id: Oid,
     parent: Option<usize>,
+    named: bool,
     plain: bool,
 }
+
+/// Subtrees to read: their paths, ids and whether their paths are their own.
+type Subtrees = Vec<(String, Oid, bool)>;
 
 /// The files of tree `root` at `path` and its plain trees.
 fn read_all(repo: &Repository, root: Oid, path: &str) -> Result<(Ids, Ids), git2::Error> {
     let (mut ids, mut plain) = (Vec::new(), Vec::new());
-    let mut nodes = vec![Node { path: path.to_owned(), id: root, parent: None, plain: true }];
+    let mut nodes = vec![Node { path: path.to_owned(), id: root, parent: None, named: true, plain: true }];
     let mut next = 0;
     while next < nodes.len() && nodes.len() - next < SPLIT {
         let mut subtrees = Vec::new();
-        nodes[next].plain = read_one(&repo.find_tree(nodes[next].id)?, &nodes[next].path, &mut ids, &mut subtrees);
-        nodes.extend(subtrees.into_iter().map(|(path, id)| Node { path, id, parent: Some(next), plain: true }));
+        let node = &nodes[next];
+        nodes[next].plain = read_one(&repo.find_tree(node.id)?, &node.path, node.named, &mut ids, &mut subtrees);
+        nodes.extend(subtrees.into_iter().map(|(path, id, named)| Node { path, id, parent: Some(next), named, plain: true }));
         next += 1;
     }
     let at = repo.path();
@@ -73,7 +79,7 @@ fn read_all(repo: &Repository, root: Oid, path: &str) -> Result<(Ids, Ids), git2
             |repo, node| {
                 let repo = repo.as_ref().map_err(|e| git2::Error::new(e.code(), e.class(), e.message()))?;
                 let (mut ids, mut plain) = (Vec::new(), Vec::new());
-                let whole = read_below(repo, node.id, &node.path, &mut ids, &mut plain)?;
+                let whole = read_below(repo, (node.id, &node.path, node.named), &mut ids, &mut plain)?;
                 Ok((ids, plain, whole))
             },
         )
@@ -87,7 +93,7 @@ fn read_all(repo: &Repository, root: Oid, path: &str) -> Result<(Ids, Ids), git2
     for index in (0..nodes.len()).rev() {
         match (nodes[index].plain, nodes[index].parent) {
             (false, Some(parent)) => nodes[parent].plain = false,
-            (true, _) if index < next => plain.push((nodes[index].path.clone(), nodes[index].id)),
+            (true, _) if index < next && nodes[index].named => plain.push((nodes[index].path.clone(), nodes[index].id)),
             _ => {}
         }
     }
@@ -95,34 +101,62 @@ fn read_all(repo: &Repository, root: Oid, path: &str) -> Result<(Ids, Ids), git2
     Ok((ids, plain))
 }
 
-/// Adds the files of `tree` (at `path`) to `ids` and its subtrees to `subtrees`; whether its
-/// own entries are plain.
-fn read_one(tree: &Tree<'_>, path: &str, ids: &mut Ids, subtrees: &mut Ids) -> bool {
+/// Adds the files of `tree` (at `path`, its own path when `named`) to `ids` and its subtrees to
+/// `subtrees`; whether its own entries are plain: each a regular file (`100644`) or a directory
+/// (`40000`), named in UTF-8 as tfrs names a file (see `git::commit`'s path check), in git's
+/// order (a directory's name as if it ended in `/`), as the tree tfrs makes holds them, and
+/// written as tfrs writes it ([`canonical`]).
+fn read_one(tree: &Tree<'_>, path: &str, named: bool, ids: &mut Ids, subtrees: &mut Subtrees) -> bool {
     let mut plain = !tree.is_empty();
+    let mut last: Vec<u8> = Vec::new();
     for entry in tree {
-        plain &= entry.name().is_ok();
-        let child = format!("{path}/{}", String::from_utf8_lossy(entry.name_bytes()));
+        let name = entry.name_bytes();
+        let utf8 = entry.name().is_ok();
+        let is_tree = entry.kind() == Some(ObjectType::Tree);
+        let key = name.iter().chain(if is_tree { &b"/"[..] } else { b"" });
+        let ordered = last.is_empty() || key.clone().cmp(last.iter()).is_gt();
+        let usable = !matches!(name, b"" | b"." | b"..") && !name.eq_ignore_ascii_case(b".git") && !name.contains(&b'/');
+        plain &= utf8 && ordered && usable;
+        last.clear();
+        last.extend(key);
+        let child = format!("{path}/{}", String::from_utf8_lossy(name));
         match entry.kind() {
             Some(ObjectType::Blob) => {
                 plain &= entry.filemode_raw() == 0o100_644;
                 ids.push((child, entry.id()));
             }
-            Some(ObjectType::Tree) => subtrees.push((child, entry.id())),
+            Some(ObjectType::Tree) => {
+                plain &= entry.filemode_raw() == 0o040_000;
+                subtrees.push((child, entry.id(), named && utf8));
+            }
             _ => plain = false,
         }
     }
-    plain
+    plain && canonical(tree)
 }
 
-/// The files of tree `id` at `path` and below, read one by one, into `ids`, and its plain
-/// trees into `plain`; whether it is plain.
-fn read_below(repo: &Repository, id: Oid, path: &str, ids: &mut Ids, plain: &mut Ids) -> Result<bool, git2::Error> {
-    let mut subtrees = Vec::new();
-    let mut whole = read_one(&repo.find_tree(id)?, path, ids, &mut subtrees);
-    for (child, tree) in subtrees {
-        whole &= read_below(repo, tree, &child, ids, plain)?;
+/// Whether `tree`'s id is that of its entries written as git (and tfrs) writes a tree: no other
+/// spelling of a mode, say.
+fn canonical(tree: &Tree<'_>) -> bool {
+    let mut data = Vec::with_capacity(tree.len() * 64);
+    for entry in tree {
+        data.extend_from_slice(format!("{:o} ", entry.filemode_raw()).as_bytes());
+        data.extend_from_slice(entry.name_bytes());
+        data.push(0);
+        data.extend_from_slice(entry.id().as_bytes());
     }
-    if whole {
+    Oid::hash_object(ObjectType::Tree, &data).is_ok_and(|id| id == tree.id())
+}
+
+/// The files of tree `id` at `path` (its own path when `named`) and below, read one by one,
+/// into `ids`, and its plain trees with their own paths into `plain`; whether it is plain.
+fn read_below(repo: &Repository, (id, path, named): (Oid, &str, bool), ids: &mut Ids, plain: &mut Ids) -> Result<bool, git2::Error> {
+    let mut subtrees = Vec::new();
+    let mut whole = read_one(&repo.find_tree(id)?, path, named, ids, &mut subtrees);
+    for (child, tree, named) in subtrees {
+        whole &= read_below(repo, (tree, &child, named), ids, plain)?;
+    }
+    if whole && named {
         plain.push((path.to_owned(), id));
     }
     Ok(whole)
@@ -163,7 +197,7 @@ mod tests {
         let root = tree(&repo);
         let (ids, mut plain) = read_all(&repo, root, "clusters/c").expect("read");
         let (mut one_ids, mut one_plain) = (Vec::new(), Vec::new());
-        assert!(!read_below(&repo, root, "clusters/c", &mut one_ids, &mut one_plain).expect("read"));
+        assert!(!read_below(&repo, (root, "clusters/c", true), &mut one_ids, &mut one_plain).expect("read"));
         one_ids.sort();
         plain.sort();
         one_plain.sort();
@@ -176,6 +210,44 @@ mod tests {
         }
         for path in ["clusters/c", "clusters/c/n1", "clusters/c/n1/s2", "clusters/c/n3/s4", "clusters/c/n3/s4/c1", "clusters/c/n5/s5/c2"] {
             assert!(!plain.contains(&path), "{path} is not plain");
+        }
+    }
+
+    /// A tree object written as given: `(mode, name, id)` in this order.
+    fn raw_tree(repo: &Repository, entries: &[(&str, &[u8], Oid)]) -> Oid {
+        let mut data = Vec::new();
+        for (mode, name, id) in entries {
+            data.extend_from_slice(format!("{mode} ").as_bytes());
+            data.extend_from_slice(name);
+            data.push(0);
+            data.extend_from_slice(id.as_bytes());
+        }
+        repo.odb().expect("odb").write(git2::ObjectType::Tree, &data).expect("tree")
+    }
+
+    #[test]
+    fn a_tree_not_written_as_tfrs_writes_one_is_not_plain() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = Repository::init_bare(dir.path()).expect("init");
+        let blob = repo.blob(b"kind: ConfigMap\n").expect("blob");
+        let plain = |entries: &[(&str, &[u8], Oid)]| {
+            let id = raw_tree(&repo, entries);
+            let (mut ids, mut plain) = (Vec::new(), Vec::new());
+            read_below(&repo, (id, "clusters/c/d", true), &mut ids, &mut plain).expect("read")
+        };
+        assert!(plain(&[("100644", b"a.yaml", blob), ("100644", b"b.yaml", blob)]), "as git writes it");
+        let sub = raw_tree(&repo, &[("100644", b"x.yaml", blob)]);
+        assert!(plain(&[("100644", b"a.yaml", blob), ("40000", b"s", sub)]), "with a directory");
+        for (why, entries) in [
+            ("out of order", vec![("100644", &b"b.yaml"[..], blob), ("100644", b"a.yaml", blob)]),
+            ("a name twice", vec![("100644", b"a.yaml", blob), ("100644", b"a.yaml", blob)]),
+            ("a zero-padded mode", vec![("0100644", b"a.yaml", blob)]),
+            ("a directory's zero-padded mode", vec![("040000", b"s", sub)]),
+            ("a slash in a name", vec![("100644", b"s/x.yaml", blob)]),
+            ("a name tfrs never writes", vec![("100644", b"..", blob)]),
+            ("a name that is not UTF-8", vec![("100644", b"\xff.yaml", blob)]),
+        ] {
+            assert!(!plain(&entries), "{why}");
         }
     }
 }

@@ -393,6 +393,17 @@ fn many(changed: &str) -> Files {
 }
 
 #[test]
+fn a_file_named_as_a_directory_taken_whole_is_refused() {
+    let (_dir, repo) = bare();
+    let none = Kept::new();
+    let base = repo.find_tree(tree_with(&repo, &many(""), &[])).expect("base");
+    // `clusters/c/a` unchanged below, and a file of the same name beside it.
+    let mut both = many("");
+    both.insert("clusters/c/a".to_owned(), b"x\n".to_vec());
+    assert!(build(&repo, Some(&base), &both, &none).is_err(), "a file and a directory of the same name");
+}
+
+#[test]
 fn a_commit_makes_only_the_trees_above_a_change_and_takes_no_tree_that_is_not_plain() {
     let (_dir, repo) = bare();
     let none = Kept::new();

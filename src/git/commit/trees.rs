@@ -102,9 +102,11 @@ impl<'a> Dir<'a> {
         let (name, rest) = path.split_once('/').map_or((path, None), |(name, rest)| (name, Some(rest)));
         let conflict = || git2::Error::from_str(&format!("`{name}` is both a file and a directory"));
         match rest {
+            // NB: each path comes once, so a name already there is a file and a directory (a
+            // reused directory comes after the file of its name).
             None => match self.entries.insert(name, leaf) {
-                Some(Node::Dir(_) | Node::Tree(_)) => Err(conflict()),
-                _ => Ok(()),
+                Some(_) => Err(conflict()),
+                None => Ok(()),
             },
             Some(rest) => match self.entries.entry(name).or_insert_with(|| Node::Dir(Dir::default())) {
                 Node::Dir(dir) => dir.insert(rest, leaf),
@@ -328,12 +330,13 @@ pub(super) fn changed_files(
         if let Some(id) = old_ids.get(path) {
             old.insert(path.clone(), repo.find_blob(*id)?.content().to_vec());
         }
-        if let Some(bytes) = files.get(path) {
-            new.insert(path.clone(), bytes.clone());
-        } else if let Some(id) = kept.get(path) {
+        // NB: of a path both rendered and kept, the tree holds the kept file.
+        if let Some(id) = kept.get(path) {
             // A kept file differs from the base only when the branch moved since the memo was
             // checked.
             new.insert(path.clone(), repo.find_blob(Oid::from_bytes(&id.0)?)?.content().to_vec());
+        } else if let Some(bytes) = files.get(path) {
+            new.insert(path.clone(), bytes.clone());
         }
     }
     Ok((old, new))
