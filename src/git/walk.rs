@@ -145,7 +145,7 @@ fn canonical(tree: &Tree<'_>) -> bool {
         data.push(0);
         data.extend_from_slice(entry.id().as_bytes());
     }
-    Oid::hash_object(ObjectType::Tree, &data).is_ok_and(|id| id == tree.id())
+    super::pack::id_of(ObjectType::Tree, &data).is_ok_and(|id| id == tree.id())
 }
 
 /// The files of tree `id` at `path` (its own path when `named`) and below, read one by one,
