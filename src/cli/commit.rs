@@ -5,7 +5,7 @@ use super::Status;
 use super::args::CommitArgs;
 use super::stages::{load, report, select};
 use crate::git::Author;
-use crate::git::commit::{CommitOptions, KnownIds, Outcome, Push, commit};
+use crate::git::commit::{ClusterIds, CommitOptions, KnownIds, Outcome, Push, commit};
 use crate::pipeline::{self, Setup};
 use crate::render::memo::{Stamper, Table};
 use crate::render::unit;
@@ -68,7 +68,10 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         // NB: the tree (its plaintext zeroized) is dropped beside the memo's writing, and
         // before the process ends.
         let dropping = std::thread::spawn(move || drop(tree));
-        save_memo(memos, &spec, &jobs, &namespaces);
+        let ids = match &outcome {
+            Outcome::Committed { ids, .. } | Outcome::NoChanges { ids, .. } => ids.as_slice(),
+        };
+        save_memo(memos, &spec, (&jobs, &namespaces), ids);
         let _ = dropping.join();
         std::mem::forget(namespaces);
     }
@@ -102,7 +105,7 @@ fn load_and_open(args: &CommitArgs) -> anyhow::Result<Option<(Spec, Bundle, git2
 /// The result line (with `note` at its end), what changed unless `quiet`, the push.
 fn print_outcome(stdout: &mut dyn Write, outcome: Outcome, branch: &str, remote: &str, note: &str, quiet: bool) -> anyhow::Result<Status> {
     match outcome {
-        Outcome::NoChanges { tip, pushed } => {
+        Outcome::NoChanges { tip, pushed, .. } => {
             let at = tip.map(|t| format!(" at {}", short(t))).unwrap_or_default();
             writeln!(stdout, "no changes: `{branch}`{at} already holds this render{note}")?;
             if pushed {
@@ -179,7 +182,10 @@ fn build_with_memo(
             if let Some(tip) = tip.as_ref() {
                 let mut dirs: Vec<String> = names.iter().map(|name| crate::layout::cluster_dir(name)).collect();
                 dirs.sort();
-                known = Some(KnownIds::read(repo, tip, dirs)?);
+                // NB: a cluster directory whose tree is the one the last commit made is not read:
+                // its ids are those that commit kept.
+                let cached = |dir: &str, tree| memo_cache::load_ids(memos, dir.strip_prefix("clusters/")?, tree);
+                known = Some(KnownIds::read_cached(repo, tip, dirs, &cached)?);
             }
             (jobs, namespaces) = loading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             Ok(())
@@ -204,12 +210,14 @@ fn build_with_memo(
 
 /// Saves this commit's memo entries, per cluster (a memo that cannot be saved costs the next
 /// commit time, never correctness: every stamp is checked against the branch's files).
-fn save_memo(memos: &Path, spec: &Spec, jobs: &Table, namespaces: &unit::Table) {
+fn save_memo(memos: &Path, spec: &Spec, (jobs, namespaces): (&Table, &unit::Table), ids: &[ClusterIds]) {
     let mut staged = memo_cache::Staged::default();
     for cluster in &spec.clusters {
         let prefix = format!("{}/", cluster.name());
         let saved = Some((&memo_cache::Slice::new(jobs, &prefix), &memo_cache::Slice::new(namespaces, &prefix)));
-        if let Err(error) = staged.add(memos, cluster.name(), saved, &crate::tree::current::Records::default(), None) {
+        let dir = crate::layout::cluster_dir(cluster.name());
+        let ids = ids.iter().find(|ids| ids.dir == dir).map_or(Ok(()), |ids| staged.add_ids(memos, cluster.name(), ids));
+        if let Err(error) = ids.and_then(|()| staged.add(memos, cluster.name(), saved, &crate::tree::current::Records::default(), None)) {
             eprintln!("warning: the render memo of cluster `{}` was not saved: {error}", cluster.name());
             return;
         }

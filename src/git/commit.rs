@@ -84,6 +84,8 @@ pub enum Outcome {
         tip: Option<Oid>,
         /// Whether local commits were pushed (the local branch was ahead of the remote).
         pushed: bool,
+        /// The ids of the rendered cluster directories, as the branch holds them.
+        ids: Vec<ClusterIds>,
     },
     /// A commit was made (and pushed, if asked).
     Committed {
@@ -99,6 +101,8 @@ pub enum Outcome {
         pushed: bool,
         /// Problems after the commit landed (the local branch or work tree not updated).
         warnings: Vec<String>,
+        /// The ids of the rendered cluster directories of the new commit.
+        ids: Vec<ClusterIds>,
     },
 }
 
@@ -265,10 +269,12 @@ pub(crate) fn commit_with<R: CryptoRng + ?Sized>(
     })
 }
 
-/// The commit (if any) of `tree` over `base`: the new tip and what changed.
+/// The commit (if any) of `tree` over `base`: the new tip, what changed and the ids of the
+/// rendered cluster directories.
 struct Prepared {
     tip: Option<Oid>,
     diff: Option<Diff>,
+    ids: Vec<ClusterIds>,
 }
 
 fn try_commit<R: CryptoRng + ?Sized>(
@@ -318,9 +324,10 @@ fn try_commit<R: CryptoRng + ?Sized>(
             warnings.push(format!("the work tree was not updated: {}", error.message()));
         }
     }
+    let ids = prepared.ids;
     Ok(Attempt::Done(match (prepared.diff, prepared.tip) {
-        (Some(diff), Some(commit)) => Outcome::Committed { commit, parent: base, diff, attempt, pushed, warnings },
-        _ => Outcome::NoChanges { tip: base, pushed },
+        (Some(diff), Some(commit)) => Outcome::Committed { commit, parent: base, diff, attempt, pushed, warnings, ids },
+        _ => Outcome::NoChanges { tip: base, pushed, ids },
     }))
 }
 
@@ -342,7 +349,7 @@ fn prepare<R: CryptoRng + ?Sized>(
     let old = base_ids(repo, base_tree.as_ref(), cluster_dirs(files), options.known.as_ref()).map_err(read)?;
     let built = build_tree(repo, base_tree.as_ref(), files, kept, &old).map_err(Error::Write)?;
     if built.root == tree_id(base_tree.as_ref()).map_err(Error::Write)? {
-        return Ok(Prepared { tip: base, diff: None });
+        return Ok(Prepared { tip: base, diff: None, ids: built.clusters });
     }
     let (old, new) = changed_files(repo, files, kept, &built.differ, &old.ids).map_err(read)?;
     let mut diff = diff::changes(&old, &new);
@@ -358,12 +365,12 @@ fn prepare<R: CryptoRng + ?Sized>(
     let oid = commit.id;
     // The pack is on disk before any ref moves.
     store(repo, std::iter::once(commit).chain(built.objects).collect())?;
-    Ok(Prepared { tip: Some(oid), diff: Some(diff) })
+    Ok(Prepared { tip: Some(oid), diff: Some(diff), ids: built.clusters })
 }
 
 mod trees;
 
-pub use trees::KnownIds;
+pub use trees::{ClusterIds, KnownIds};
 use trees::{base_ids, build_tree, changed_files, tree_id};
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
 //! Where the render memo (`crate::render::memo`) of an output directory is kept between runs:
 //! `<cache>/memo-<digest of the directory's absolute path>/`, with `<cache>` the first of
 //! `$TFRS_CACHE_DIR`, `$XDG_CACHE_HOME/tfrs`, `$HOME/.cache/tfrs`; in it, per cluster,
-//! `<cluster>.json` (the memo's entries), `<cluster>.units` (its tenant namespaces' entries,
-//! `crate::render::unit`), `<cluster>.files` (the records of its files, `crate::tree::current`)
-//! and `<cluster>.stamp` (the cluster's stamp, `crate::render::stamp`). Per cluster, so that a
+//! `<cluster>.json` (the memo's entries, one JSON entry per line), `<cluster>.units` (its tenant
+//! namespaces' entries, `crate::render::unit`, the same way), `<cluster>.files` (the records of
+//! its files, `crate::tree::current`), `<cluster>.stamp` (the cluster's stamp,
+//! `crate::render::stamp`) and, for `commit`, `<cluster>.ids` (the ids of the cluster's
+//! directory in the commit it made, `crate::git::commit::ClusterIds`). Per cluster, so that a
 //! render holds one cluster's memo at a time.
 //!
 //! It is outside the output directory on purpose: the tree stays exactly the layout
@@ -16,8 +18,9 @@ use crate::render::stamp::ClusterStamp;
 use crate::render::unit;
 use crate::tree::current::Records;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// The memo directory of output directory `out`; `None` when no cache directory is known.
 pub(crate) fn path(out: &Path) -> Option<PathBuf> {
@@ -35,12 +38,62 @@ pub(crate) fn path(out: &Path) -> Option<PathBuf> {
 
 /// The memo's entries of `cluster`, or none.
 pub(crate) fn load_jobs(dir: &Path, cluster: &str) -> Previous {
-    read_json(&dir.join(format!("{cluster}.json"))).unwrap_or_default()
+    read_entries(&dir.join(format!("{cluster}.json"))).unwrap_or_default()
 }
 
 /// The entries of the tenant namespaces of `cluster`, or none.
 pub(crate) fn load_units(dir: &Path, cluster: &str) -> unit::Previous {
-    read_json(&dir.join(format!("{cluster}.units"))).unwrap_or_default()
+    read_entries(&dir.join(format!("{cluster}.units"))).unwrap_or_default()
+}
+
+/// The first line of a file of memo entries; each line after it is one entry, `[key, entry]` in
+/// JSON, so that a large cluster's tens of thousands of entries are read and written in pieces
+/// side by side.
+const ENTRIES: &str = "tfrs memo entries v2";
+
+/// The entries of the file at `path` (see [`ENTRIES`]), each to be taken once; `None` when it
+/// cannot be read as such.
+fn read_entries<V: serde::de::DeserializeOwned + Send>(path: &Path) -> Option<HashMap<String, Mutex<Option<V>>>> {
+    use rayon::prelude::*;
+    let text = std::fs::read_to_string(path).ok()?;
+    let (header, rest) = text.split_once('\n')?;
+    (header == ENTRIES).then_some(())?;
+    let pieces: Vec<Option<Vec<(String, V)>>> = crate::tree::current::line_pieces(rest, 1 << 18)
+        .into_par_iter()
+        .map(|piece| piece.lines().map(|line| serde_json::from_str(line).ok()).collect())
+        .collect();
+    let pieces = pieces.into_iter().collect::<Option<Vec<_>>>()?;
+    let mut entries = HashMap::with_capacity(pieces.iter().map(Vec::len).sum());
+    for (key, value) in pieces.into_iter().flatten() {
+        entries.insert(key, Mutex::new(Some(value)));
+    }
+    Some(entries)
+}
+
+/// Writes `entries` into `file` (see [`ENTRIES`]), a few thousand at a time made side by side,
+/// and flushes it.
+fn write_entries<V: serde::Serialize + Sync>(file: &mut std::io::BufWriter<std::fs::File>, entries: &Slice<'_, V>) -> std::io::Result<()> {
+    use rayon::prelude::*;
+    use std::io::Write as _;
+    writeln!(file, "{ENTRIES}")?;
+    let all: Vec<(&String, &V)> = entries.iter().collect();
+    for window in all.chunks(1 << 13) {
+        let pieces: Vec<serde_json::Result<Vec<u8>>> = window
+            .par_chunks(1 << 11)
+            .map(|chunk| {
+                let mut out = Vec::with_capacity(chunk.len() * 512);
+                for entry in chunk {
+                    serde_json::to_writer(&mut out, entry)?;
+                    out.push(b'\n');
+                }
+                Ok(out)
+            })
+            .collect();
+        for piece in pieces {
+            file.write_all(&piece.map_err(std::io::Error::other)?)?;
+        }
+    }
+    file.flush()
 }
 
 /// The JSON file at `path`, when it can be read as a `T`.
@@ -53,13 +106,23 @@ pub(crate) fn load_records(dir: &Path, cluster: &str) -> Records {
     std::fs::read_to_string(dir.join(format!("{cluster}.files"))).map(|text| Records::parse(&text)).unwrap_or_default()
 }
 
+/// The ids the last commit of `cluster` left of its directory (`crate::git::commit::ClusterIds`),
+/// when its tree then was `tree`.
+pub(crate) fn load_ids(dir: &Path, cluster: &str, tree: git2::Oid) -> Option<crate::git::commit::ClusterIds> {
+    let text = std::fs::read_to_string(dir.join(format!("{cluster}.ids"))).ok()?;
+    // NB: the header names the tree: a memo of another tree is not parsed.
+    let header = text.lines().next()?;
+    header.split(' ').nth(4).filter(|id| *id == tree.to_string())?;
+    crate::git::commit::ClusterIds::parse(&text).filter(|ids| ids.tree == tree)
+}
+
 /// The stamp of `cluster`, when there is one.
 pub(crate) fn load_stamp(dir: &Path, cluster: &str) -> Option<ClusterStamp> {
     read_json(&dir.join(format!("{cluster}.stamp")))
 }
 
 /// The entries of a memo table whose key starts with a prefix (a cluster's, `<cluster>/`),
-/// written as a JSON object without being copied out of it.
+/// written without being copied out of it.
 pub(crate) struct Slice<'a, V> {
     table: &'a BTreeMap<String, V>,
     prefix: &'a str,
@@ -77,18 +140,12 @@ impl<'a, V> Slice<'a, V> {
     }
 }
 
-impl<V: serde::Serialize> serde::Serialize for Slice<'_, V> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let range = self.table.range(self.prefix.to_owned()..);
-        serializer.collect_map(range.take_while(|(key, _)| key.starts_with(self.prefix)))
+impl<'a, V> Slice<'a, V> {
+    /// Its entries, in key order.
+    fn iter(&self) -> impl Iterator<Item = (&'a String, &'a V)> {
+        let prefix = self.prefix;
+        self.table.range(prefix.to_owned()..).take_while(move |(key, _)| key.starts_with(prefix))
     }
-}
-
-/// Writes `value` as JSON into `file`, and flushes it.
-fn write_json(file: &mut std::io::BufWriter<std::fs::File>, value: &impl serde::Serialize) -> std::io::Result<()> {
-    use std::io::Write as _;
-    serde_json::to_writer(&mut *file, value).map_err(std::io::Error::other)?;
-    file.flush()
 }
 
 /// A memo not written for this long is removed when another is saved (output directories come
@@ -117,11 +174,7 @@ impl Staged {
         std::fs::create_dir_all(dir)?;
         // NB: streamed to the files, not built in memory first (a large cluster's memo is tens
         // of megabytes).
-        let mut create = |name: String| -> std::io::Result<std::io::BufWriter<std::fs::File>> {
-            let temporary = dir.join(format!(".{name}.{}", std::process::id()));
-            self.files.push((temporary.clone(), dir.join(name)));
-            Ok(std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&temporary)?))
-        };
+        let mut create = |name: String| self.create(dir, name);
         if let Some(stamp) = stamp {
             let mut file = create(format!("{cluster}.stamp"))?;
             serde_json::to_writer(&mut file, stamp).map_err(std::io::Error::other)?;
@@ -133,10 +186,27 @@ impl Staged {
         let mut json = create(format!("{cluster}.json"))?;
         // NB: the three files are written side by side.
         let ((json, namespaces), lines) = rayon::join(
-            || rayon::join(|| write_json(&mut json, jobs), || write_json(&mut namespaces, units)),
+            || rayon::join(|| write_entries(&mut json, jobs), || write_entries(&mut namespaces, units)),
             || records.write_to(&mut lines).and_then(|()| lines.flush()),
         );
         json.and(namespaces).and(lines)
+    }
+
+    /// Writes the ids of the directory of `cluster` in the commit just made (see
+    /// `crate::git::commit::ClusterIds`) into memo directory `dir`, beside its place.
+    pub(crate) fn add_ids(&mut self, dir: &Path, cluster: &str, ids: &crate::git::commit::ClusterIds) -> std::io::Result<()> {
+        use std::io::Write as _;
+        std::fs::create_dir_all(dir)?;
+        let mut file = self.create(dir, format!("{cluster}.ids"))?;
+        ids.write_to(&mut file)?;
+        file.flush()
+    }
+
+    /// A new file staged to become `dir/name`.
+    fn create(&mut self, dir: &Path, name: String) -> std::io::Result<std::io::BufWriter<std::fs::File>> {
+        let temporary = dir.join(format!(".{name}.{}", std::process::id()));
+        self.files.push((temporary.clone(), dir.join(name)));
+        Ok(std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&temporary)?))
     }
 
     /// Puts every staged file in place (each by a rename: a reader sees the old memo or the new
@@ -197,5 +267,38 @@ fn prune(memos: &Path, keep: Option<&Path>) {
         if modified.is_ok_and(|m| now.duration_since(m).is_ok_and(|age| age > STALE)) {
             let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_read_back_as_written_in_pieces_and_a_damaged_file_is_none() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("c.json");
+        // More entries than one piece holds, keys and values with what JSON escapes.
+        let table: BTreeMap<String, Vec<String>> =
+            (0..20_000).map(|i| (format!("c/job \"{i}\"\n"), vec![format!("v{i}"), "a\\b\tc".to_owned()])).collect();
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&path).expect("file"));
+        write_entries(&mut file, &Slice::new(&table, "c/")).expect("written");
+        drop(file);
+        let read: HashMap<String, Mutex<Option<Vec<String>>>> = read_entries(&path).expect("read");
+        let read: BTreeMap<String, Vec<String>> =
+            read.into_iter().map(|(key, value)| (key, value.into_inner().expect("lock").expect("entry"))).collect();
+        assert_eq!(read, table);
+        // Only the slice's entries are written.
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&path).expect("file"));
+        write_entries(&mut file, &Slice::new(&table, "c/job \"1")).expect("written");
+        drop(file);
+        let some: HashMap<String, Mutex<Option<Vec<String>>>> = read_entries(&path).expect("read");
+        assert_eq!(some.len(), table.keys().filter(|key| key.starts_with("c/job \"1")).count());
+        // A cut line, or a file of another form, is no entries at all.
+        let text = std::fs::read_to_string(&path).expect("text");
+        std::fs::write(&path, &text[..text.len() - 5]).expect("cut");
+        assert!(read_entries::<Vec<String>>(&path).is_none());
+        std::fs::write(&path, "{}").expect("old form");
+        assert!(read_entries::<Vec<String>>(&path).is_none());
     }
 }

@@ -100,7 +100,7 @@ fn parse_record(line: &str) -> Option<(String, Record)> {
 }
 
 /// `text` cut into pieces of whole lines, each of about `size` bytes or less.
-fn line_pieces(text: &str, size: usize) -> Vec<&str> {
+pub(crate) fn line_pieces(text: &str, size: usize) -> Vec<&str> {
     let mut pieces = Vec::new();
     let mut rest = text;
     while rest.len() > size {

@@ -439,3 +439,31 @@ fn a_commit_makes_only_the_trees_above_a_change_and_takes_no_tree_that_is_not_pl
         assert_eq!(built.root, base.id(), "{path}");
     }
 }
+
+#[test]
+fn the_ids_a_commit_keeps_are_those_a_read_of_its_tree_gives() {
+    let (_dir, repo) = bare();
+    let options = CommitOptions::default();
+    let dirs = || vec!["clusters/c".to_owned()];
+    // The first commit makes every tree; the second takes most of them whole.
+    for changed in ["", "b/inner/x.yaml"] {
+        let outcome = commit_with(&repo, &options, &mut tree::Tree::from_files(many(changed)), &mut rand::rng(), &|_| {}).expect("commits");
+        let Outcome::Committed { ids, commit, .. } = outcome else { panic!("expected a commit") };
+        let tip = repo.find_commit(commit).expect("commit").tree().expect("tree");
+        let [ids] = ids.as_slice() else { panic!("one cluster") };
+        assert_eq!(ids.tree, tip.get_path(std::path::Path::new("clusters/c")).expect("cluster").id());
+        let read = KnownIds::read(&repo, &tip, dirs()).expect("read");
+        assert_eq!(ids.files, read.ids.clone().into_iter().collect::<Vec<_>>(), "{changed}");
+        assert_eq!(ids.trees.iter().cloned().collect::<HashMap<_, _>>(), read.trees, "{changed}");
+        // Kept as text and read back, and taken for that tree only.
+        let mut text = Vec::new();
+        assert!(ids.write_to(&mut text).expect("written"));
+        let back = ClusterIds::parse(std::str::from_utf8(&text).expect("text")).expect("parsed");
+        assert_eq!(&back, ids);
+        let cached = KnownIds::read_cached(&repo, &tip, dirs(), &|_, _| Some(back.clone())).expect("read");
+        assert_eq!((cached.ids, cached.trees), (read.ids.clone(), read.trees.clone()));
+        let other = ClusterIds { tree: Oid::ZERO_SHA1, files: Vec::new(), ..back.clone() };
+        let ignored = KnownIds::read_cached(&repo, &tip, dirs(), &|_, _| Some(other.clone())).expect("read");
+        assert_eq!(ignored.ids, read.ids, "ids of another tree are not taken");
+    }
+}

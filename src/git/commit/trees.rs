@@ -31,12 +31,97 @@ impl KnownIds {
     ///
     /// A tree below them cannot be read.
     pub fn read(repo: &Repository, tree: &Tree<'_>, dirs: Vec<String>) -> Result<KnownIds, git2::Error> {
+        KnownIds::read_cached(repo, tree, dirs, &|_, _| None)
+    }
+
+    /// [`KnownIds::read`], taking a cluster directory's ids from `cached` (given the directory
+    /// and the id of its tree in `tree`) when it has them for that same tree: a tree's id is that
+    /// of everything below it, so they are the ids a read would give.
+    ///
+    /// # Errors
+    ///
+    /// A tree below them cannot be read.
+    pub fn read_cached(
+        repo: &Repository,
+        tree: &Tree<'_>,
+        dirs: Vec<String>,
+        cached: &dyn Fn(&str, Oid) -> Option<ClusterIds>,
+    ) -> Result<KnownIds, git2::Error> {
         let mut known = KnownIds { tree: tree.id(), dirs, ids: BTreeMap::new(), trees: HashMap::new() };
         for dir in &known.dirs {
-            file_ids(repo, tree, dir, &mut known.ids, Some(&mut known.trees))?;
+            let entry = tree.get_path(std::path::Path::new(dir)).ok().filter(|entry| entry.kind() == Some(ObjectType::Tree));
+            let held = entry.and_then(|entry| cached(dir, entry.id()).filter(|ids| ids.tree == entry.id() && ids.dir == *dir));
+            let Some(ClusterIds { files, trees, .. }) = held else {
+                file_ids(repo, tree, dir, &mut known.ids, Some(&mut known.trees))?;
+                continue;
+            };
+            if known.ids.is_empty() {
+                // NB: built from the sorted whole, not inserted one by one.
+                known.ids = files.into_iter().collect();
+            } else {
+                known.ids.extend(files);
+            }
+            known.trees.extend(trees);
         }
         Ok(known)
     }
+}
+
+/// The first line of [`ClusterIds::write_to`]'s text.
+const IDS_HEADER: &str = "tfrs tree ids v1";
+
+impl ClusterIds {
+    /// Writes the ids as text: a header line with the tree's id and the directory, then a line
+    /// per file (`f <blob id> <path>`) and per plain directory (`t <tree id> <path>`). Nothing is
+    /// written (and `Ok(false)` returned) when a path holds a line break.
+    ///
+    /// # Errors
+    ///
+    /// `out`'s.
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<bool> {
+        let paths = std::iter::once(&self.dir).chain(self.files.iter().chain(&self.trees).map(|(path, _)| path));
+        if paths.into_iter().any(|path| path.contains('\n')) {
+            return Ok(false);
+        }
+        writeln!(out, "{IDS_HEADER} {} {}", self.tree, self.dir)?;
+        for (kind, entries) in [('f', &self.files), ('t', &self.trees)] {
+            for (path, id) in entries {
+                writeln!(out, "{kind} {id} {path}")?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads [`ClusterIds::write_to`]'s text back; `None` for anything else.
+    #[must_use]
+    pub fn parse(text: &str) -> Option<ClusterIds> {
+        let (header, rest) = text.split_once('\n')?;
+        let (tree, dir) = header.strip_prefix(IDS_HEADER)?.strip_prefix(' ')?.split_once(' ')?;
+        let pieces: Vec<Option<Vec<(char, String, Oid)>>> = crate::tree::current::line_pieces(rest, 1 << 18)
+            .into_par_iter()
+            .map(|piece| piece.lines().map(parse_id_line).collect())
+            .collect();
+        let mut ids = ClusterIds { dir: dir.to_owned(), tree: Oid::from_str(tree).ok()?, files: Vec::new(), trees: Vec::new() };
+        for (kind, path, id) in pieces.into_iter().collect::<Option<Vec<_>>>()?.into_iter().flatten() {
+            match kind {
+                'f' => ids.files.push((path, id)),
+                _ => ids.trees.push((path, id)),
+            }
+        }
+        ids.files.is_sorted_by(|a, b| a.0 < b.0).then_some(ids)
+    }
+}
+
+/// One line of [`ClusterIds::write_to`]'s text.
+fn parse_id_line(line: &str) -> Option<(char, String, Oid)> {
+    let (kind, rest) = line.split_once(' ')?;
+    let (id, path) = rest.split_once(' ')?;
+    let kind = match kind {
+        "f" => 'f',
+        "t" => 't',
+        _ => return None,
+    };
+    Some((kind, path.to_owned(), Oid::from_str(id).ok().filter(|_| id.len() == 40)?))
 }
 
 /// The memo checks its stamps against the branch's files by these ids (a blob id is the file's
@@ -115,20 +200,22 @@ impl<'a> Dir<'a> {
         }
     }
 
-    /// Pushes the tree objects of this directory and below onto `objects`; returns its id.
-    fn write(self, objects: &mut Vec<Object<'_>>) -> Result<Oid, git2::Error> {
+    /// Pushes the tree objects of this directory (at `path`) and below onto `objects`, and
+    /// each one's path and id onto `made`; returns its id.
+    fn write(self, path: &str, objects: &mut Vec<Object<'_>>, made: &mut Vec<(String, Oid)>) -> Result<Oid, git2::Error> {
         let mut entries = Vec::with_capacity(self.entries.len());
         for (name, node) in self.entries {
             let (mode, id) = match node {
                 Node::Blob(id) => (BLOB_MODE, id),
                 Node::Tree(id) => (TREE_MODE, id),
-                Node::Dir(dir) => (TREE_MODE, dir.write(objects)?),
+                Node::Dir(dir) => (TREE_MODE, dir.write(&format!("{path}/{name}"), objects, made)?),
             };
             entries.push((Cow::Borrowed(name.as_bytes()), mode, id));
         }
         let tree = tree_object(entries)?;
         let id = tree.id;
         objects.push(tree);
+        made.push((path.to_owned(), id));
         Ok(id)
     }
 }
@@ -148,6 +235,23 @@ pub(super) struct Built<'a> {
     /// The paths under the cluster directories whose file differs from the base's: added,
     /// removed or changed.
     pub(super) differ: Vec<String>,
+    /// The ids of each cluster directory of the new tree.
+    pub(super) clusters: Vec<ClusterIds>,
+}
+
+/// The ids of one cluster directory of a tree: its own tree's, its files' (sorted by path) and
+/// its plain directories' (see [`KnownIds::trees`]). A commit keeps them for the next one, which
+/// takes them instead of reading the branch's trees when the directory's tree is the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterIds {
+    /// `clusters/<name>`.
+    pub dir: String,
+    /// Its tree.
+    pub tree: Oid,
+    /// Each file's blob, by path, sorted.
+    pub files: Vec<(String, Oid)>,
+    /// Each plain directory's tree, by path.
+    pub trees: Vec<(String, Oid)>,
 }
 
 /// The directories (`dir` and below) in which a file of `new` (sorted by path, all below
@@ -201,8 +305,17 @@ pub(super) fn cluster_tree<'a>(
     new: &[(&'a str, Oid)],
     old: &KnownIds,
     differ: &mut Vec<String>,
-) -> Result<Dir<'a>, git2::Error> {
+) -> Result<(Dir<'a>, Vec<(String, Oid)>), git2::Error> {
     let changed = changed_dirs(dir, new, &old.ids, differ);
+    // NB: a plain directory of the base none of whose files changed is in the new tree as it is
+    // (taken whole, or below one taken whole).
+    let prefix = format!("{dir}/");
+    let same: Vec<(String, Oid)> = old
+        .trees
+        .iter()
+        .filter(|(path, _)| path.starts_with(&prefix) && !changed.contains(path.as_str()))
+        .map(|(path, id)| (path.clone(), *id))
+        .collect();
     // The outermost directory of `path` taken whole: where it ends in `path`, and its tree.
     let taken = |path: &str| -> Option<(usize, Oid)> {
         let mut at = dir.len();
@@ -232,7 +345,7 @@ pub(super) fn cluster_tree<'a>(
             None => tree.insert(relative, Node::Blob(id))?,
         }
     }
-    Ok(tree)
+    Ok((tree, same))
 }
 
 /// Files' blob ids, by path.
@@ -276,17 +389,20 @@ pub(super) fn build_tree<'a>(
     old: &KnownIds,
 ) -> Result<Built<'a>, git2::Error> {
     let dirs = cluster_dirs(files);
-    let mut built = Built { root: tree_id(base)?, objects: Vec::new(), differ: Vec::new() };
+    let mut built = Built { root: tree_id(base)?, objects: Vec::new(), differ: Vec::new(), clusters: Vec::new() };
     if dirs.is_empty() {
         return Ok(built);
     }
     let mut clusters: Vec<TreeEntry<'_>> = Vec::new();
     for dir in &dirs {
         let (blobs, new) = cluster_files(dir, files, kept)?;
-        let tree = cluster_tree(dir, &new, old, &mut built.differ)?;
+        let (tree, mut trees) = cluster_tree(dir, &new, old, &mut built.differ)?;
+        let id = tree.write(dir, &mut built.objects, &mut trees)?;
         let name = dir.strip_prefix("clusters/").unwrap_or(dir).as_bytes().to_vec();
-        clusters.push((Cow::Owned(name), TREE_MODE, tree.write(&mut built.objects)?));
+        clusters.push((Cow::Owned(name), TREE_MODE, id));
         built.objects.extend(blobs);
+        let files = new.into_iter().map(|(path, id)| (path.to_owned(), id)).collect();
+        built.clusters.push(ClusterIds { dir: dir.clone(), tree: id, files, trees });
     }
     // `clusters/` keeps its other clusters, the root its other entries.
     let kept = |tree: Option<&Tree<'_>>, replaced: &[TreeEntry<'_>]| -> Vec<TreeEntry<'static>> {
