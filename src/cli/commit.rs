@@ -208,8 +208,10 @@ fn build_with_memo(
     }
 }
 
-/// Saves this commit's memo entries, per cluster (a memo that cannot be saved costs the next
-/// commit time, never correctness: every stamp is checked against the branch's files).
+/// Saves this commit's memo entries and the ids of its cluster directories, per cluster (a memo
+/// that cannot be saved costs the next commit time, never correctness: every stamp is checked
+/// against the branch's files, and the ids are taken only for the tree they were made for, from
+/// a file whose last line counts them).
 fn save_memo(memos: &Path, spec: &Spec, (jobs, namespaces): (&Table, &unit::Table), ids: &[ClusterIds]) {
     let mut staged = memo_cache::Staged::default();
     for cluster in &spec.clusters {

@@ -467,3 +467,28 @@ fn the_ids_a_commit_keeps_are_those_a_read_of_its_tree_gives() {
         assert_eq!(ignored.ids, read.ids, "ids of another tree are not taken");
     }
 }
+
+#[test]
+fn kept_ids_cut_short_or_with_a_line_break_in_a_path_are_none() {
+    let id = |n: u8| Oid::from_bytes(&[n; 20]).expect("id");
+    let ids = ClusterIds {
+        dir: "clusters/c".to_owned(),
+        tree: id(1),
+        files: vec![("clusters/c/a/x.yaml".to_owned(), id(2)), ("clusters/c/b.yaml".to_owned(), id(3))],
+        trees: vec![("clusters/c/a".to_owned(), id(4)), ("clusters/c/ab".to_owned(), id(5))],
+    };
+    let mut text = Vec::new();
+    assert!(ids.write_to(&mut text).expect("written"));
+    let text = String::from_utf8(text).expect("text");
+    assert_eq!(ClusterIds::parse(&text).as_ref(), Some(&ids));
+    // Cut at every byte: at a line's end (a line lost) or inside one, never ids.
+    for cut in 0..text.len() {
+        assert_eq!(ClusterIds::parse(&text[..cut]), None, "cut at {cut}: {:?}", &text[..cut]);
+    }
+    for bad in ["clusters/c/a\r", "clusters/c/a\nb"] {
+        let with = ClusterIds { files: vec![(bad.to_owned(), id(2))], ..ids.clone() };
+        let mut out = Vec::new();
+        assert!(!with.write_to(&mut out).expect("written"), "{bad:?}");
+        assert!(out.is_empty());
+    }
+}

@@ -71,16 +71,18 @@ impl KnownIds {
 const IDS_HEADER: &str = "tfrs tree ids v1";
 
 impl ClusterIds {
-    /// Writes the ids as text: a header line with the tree's id and the directory, then a line
-    /// per file (`f <blob id> <path>`) and per plain directory (`t <tree id> <path>`). Nothing is
-    /// written (and `Ok(false)` returned) when a path holds a line break.
+    /// Writes the ids as text: a header line with the tree's id and the directory, a line per
+    /// file (`f <blob id> <path>`) and per plain directory (`t <tree id> <path>`), and a last
+    /// line with how many of each (`end <files> <trees>`: a file cut short is no ids at all).
+    /// Nothing is written (and `Ok(false)` returned) when a path holds a line break or a
+    /// carriage return.
     ///
     /// # Errors
     ///
     /// `out`'s.
     pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<bool> {
         let paths = std::iter::once(&self.dir).chain(self.files.iter().chain(&self.trees).map(|(path, _)| path));
-        if paths.into_iter().any(|path| path.contains('\n')) {
+        if paths.into_iter().any(|path| path.contains(['\n', '\r'])) {
             return Ok(false);
         }
         writeln!(out, "{IDS_HEADER} {} {}", self.tree, self.dir)?;
@@ -89,13 +91,17 @@ impl ClusterIds {
                 writeln!(out, "{kind} {id} {path}")?;
             }
         }
+        writeln!(out, "end {} {}", self.files.len(), self.trees.len())?;
         Ok(true)
     }
 
     /// Reads [`ClusterIds::write_to`]'s text back; `None` for anything else.
     #[must_use]
     pub fn parse(text: &str) -> Option<ClusterIds> {
-        let (header, rest) = text.split_once('\n')?;
+        let (text, end) = text.strip_suffix('\n')?.rsplit_once('\n')?;
+        let (files, trees) = end.strip_prefix("end ")?.split_once(' ')?;
+        let counts: (usize, usize) = (files.parse().ok()?, trees.parse().ok()?);
+        let (header, rest) = text.split_once('\n').unwrap_or((text, ""));
         let (tree, dir) = header.strip_prefix(IDS_HEADER)?.strip_prefix(' ')?.split_once(' ')?;
         let pieces: Vec<Option<Vec<(char, String, Oid)>>> = crate::tree::current::line_pieces(rest, 1 << 18)
             .into_par_iter()
@@ -108,7 +114,7 @@ impl ClusterIds {
                 _ => ids.trees.push((path, id)),
             }
         }
-        ids.files.is_sorted_by(|a, b| a.0 < b.0).then_some(ids)
+        (counts == (ids.files.len(), ids.trees.len()) && ids.files.is_sorted_by(|a, b| a.0 < b.0)).then_some(ids)
     }
 }
 
