@@ -213,17 +213,22 @@ fn build_with_memo(
 /// against the branch's files, and the ids are taken only for the tree they were made for, from
 /// a file whose last line counts them).
 fn save_memo(memos: &Path, spec: &Spec, (jobs, namespaces): (&Table, &unit::Table), ids: &[ClusterIds]) {
-    let mut staged = memo_cache::Staged::default();
+    let (mut staged, mut with_ids) = (memo_cache::Staged::default(), memo_cache::Staged::default());
     for cluster in &spec.clusters {
         let prefix = format!("{}/", cluster.name());
         let saved = Some((&memo_cache::Slice::new(jobs, &prefix), &memo_cache::Slice::new(namespaces, &prefix)));
         let dir = crate::layout::cluster_dir(cluster.name());
-        let ids = ids.iter().find(|ids| ids.dir == dir).map_or(Ok(()), |ids| staged.add_ids(memos, cluster.name(), ids));
-        if let Err(error) = ids.and_then(|()| staged.add(memos, cluster.name(), saved, &crate::tree::current::Records::default(), None)) {
+        // NB: the ids are written beside the entries.
+        let (ids, entries) = rayon::join(
+            || ids.iter().find(|ids| ids.dir == dir).map_or(Ok(()), |ids| with_ids.add_ids(memos, cluster.name(), ids)),
+            || staged.add(memos, cluster.name(), saved, &crate::tree::current::Records::default(), None),
+        );
+        if let Err(error) = ids.and(entries) {
             eprintln!("warning: the render memo of cluster `{}` was not saved: {error}", cluster.name());
             return;
         }
     }
+    staged.absorb(with_ids);
     if let Err(error) = staged.commit() {
         eprintln!("warning: the render memo was not saved: {error}");
     }

@@ -202,6 +202,11 @@ impl Staged {
         file.flush()
     }
 
+    /// Takes the files `other` staged, to be put in place with these.
+    pub(crate) fn absorb(&mut self, mut other: Staged) {
+        self.files.append(&mut other.files);
+    }
+
     /// A new file staged to become `dir/name`.
     fn create(&mut self, dir: &Path, name: String) -> std::io::Result<std::io::BufWriter<std::fs::File>> {
         let temporary = dir.join(format!(".{name}.{}", std::process::id()));
@@ -234,7 +239,7 @@ impl Drop for Staged {
 
 /// Forgets the memo of `cluster` in memo directory `dir` (its output was removed).
 pub(crate) fn forget(dir: &Path, cluster: &str) {
-    for extension in ["json", "units", "files", "stamp"] {
+    for extension in ["json", "units", "files", "stamp", "ids"] {
         let _ = std::fs::remove_file(dir.join(format!("{cluster}.{extension}")));
     }
 }
@@ -300,5 +305,28 @@ mod tests {
         assert!(read_entries::<Vec<String>>(&path).is_none());
         std::fs::write(&path, "{}").expect("old form");
         assert!(read_entries::<Vec<String>>(&path).is_none());
+    }
+
+    #[test]
+    fn kept_ids_are_read_back_for_their_tree_only_and_forgotten_with_the_cluster() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let id = |n: u8| git2::Oid::from_bytes(&[n; 20]).expect("id");
+        let ids = crate::git::commit::ClusterIds {
+            dir: "clusters/c".to_owned(),
+            tree: id(1),
+            files: vec![("clusters/c/a.yaml".to_owned(), id(2))],
+            trees: vec![("clusters/c".to_owned(), id(1))],
+        };
+        let mut staged = Staged::default();
+        staged.add_ids(dir.path(), "c", &ids).expect("staged");
+        assert_eq!(load_ids(dir.path(), "c", id(1)), None, "not in place before the commit");
+        let mut all = Staged::default();
+        all.absorb(staged);
+        all.commit().expect("in place");
+        assert_eq!(load_ids(dir.path(), "c", id(1)), Some(ids));
+        assert_eq!(load_ids(dir.path(), "c", id(9)), None, "another tree");
+        assert_eq!(load_ids(dir.path(), "other", id(1)), None, "another cluster");
+        forget(dir.path(), "c");
+        assert_eq!(load_ids(dir.path(), "c", id(1)), None, "forgotten");
     }
 }

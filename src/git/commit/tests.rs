@@ -466,6 +466,13 @@ fn the_ids_a_commit_keeps_are_those_a_read_of_its_tree_gives() {
         let ignored = KnownIds::read_cached(&repo, &tip, dirs(), &|_, _| Some(other.clone())).expect("read");
         assert_eq!(ignored.ids, read.ids, "ids of another tree are not taken");
     }
+    // No commit: the ids are those of the branch as it is.
+    let outcome = commit_with(&repo, &options, &mut tree::Tree::from_files(many("b/inner/x.yaml")), &mut rand::rng(), &|_| {});
+    let Outcome::NoChanges { ids, tip: Some(tip), .. } = outcome.expect("no commit") else { panic!("expected no commit") };
+    let tip = repo.find_commit(tip).expect("commit").tree().expect("tree");
+    let read = KnownIds::read(&repo, &tip, dirs()).expect("read");
+    let [ids] = ids.as_slice() else { panic!("one cluster") };
+    assert_eq!((ids.files.clone(), ids.trees.iter().cloned().collect::<HashMap<_, _>>()), (read.ids.into_iter().collect(), read.trees));
 }
 
 #[test]
