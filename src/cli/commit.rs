@@ -168,7 +168,8 @@ fn build_with_memo(
     if let Some(memos) = memos {
         let tip = repo.find_reference(&format!("refs/heads/{branch}")).ok().and_then(|r| r.peel_to_tree().ok());
         // NB: the memo's files are read on a thread of their own while the branch's tree is
-        // walked here (the repository is not shared across threads).
+        // walked here, or the ids the last commit kept of it read (the repository is not shared
+        // across threads).
         let names: Vec<&str> = spec.clusters.iter().map(|c| c.name()).collect();
         std::thread::scope(|scope| -> anyhow::Result<()> {
             let loading = scope.spawn(|| {
