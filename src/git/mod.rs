@@ -16,7 +16,7 @@ use git2::{Repository, Tree};
 
 use serde_json::Value as Json;
 use std::path::PathBuf;
-pub(crate) use walk::file_ids;
+pub(crate) use walk::{extend_ids, file_ids};
 
 /// Errors of the Git stage.
 #[derive(Debug, thiserror::Error)]

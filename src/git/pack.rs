@@ -38,6 +38,26 @@ impl<'a> Object<'a> {
     }
 }
 
+/// Tree entry modes, as git writes them: a directory, a regular file.
+pub const TREE_MODE: i32 = 0o040_000;
+/// See [`TREE_MODE`].
+pub const BLOB_MODE: i32 = 0o100_644;
+
+/// Appends a tree's entry to its `data`, as git writes it: `<mode in octal> <name>\0<id>`.
+pub fn push_tree_entry(data: &mut Vec<u8>, mode: i32, name: &[u8], id: Oid) {
+    data.extend_from_slice(format!("{mode:o} ").as_bytes());
+    data.extend_from_slice(name);
+    data.push(0);
+    data.extend_from_slice(id.as_bytes());
+}
+
+/// Whether `name` can name a file or directory in a tree tfrs writes: not empty, `.`, `..` or
+/// `.git` (in any case), and without `/` or NUL.
+#[must_use]
+pub fn usable_name(name: &[u8]) -> bool {
+    !matches!(name, b"" | b"." | b"..") && !name.eq_ignore_ascii_case(b".git") && !name.contains(&b'/') && !name.contains(&0)
+}
+
 /// The id git gives an object of `kind` holding `data`: SHA-1 over `<kind> <size>\0` and
 /// `data`, as `Oid::hash_object` computes it (with the CPU's SHA instructions where it has them,
 /// several times faster than libgit2's collision-detecting SHA-1 on a whole tree's blobs).

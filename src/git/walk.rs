@@ -3,6 +3,7 @@
 //! there are enough left to read side by side (each reader opens the repository again: a git2
 //! repository is not shared between threads).
 
+use super::pack::{BLOB_MODE, TREE_MODE, id_of, push_tree_entry, usable_name};
 use git2::{ObjectType, Oid, Repository, Tree};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -34,16 +35,21 @@ pub(crate) fn file_ids(
         return Ok(());
     }
     let (found, plain) = read_all(repo, entry.id(), prefix)?;
-    if ids.is_empty() {
-        // NB: built from the sorted whole, not inserted one by one.
-        *ids = found.into_iter().collect();
-    } else {
-        ids.extend(found);
-    }
+    extend_ids(ids, found);
     if let Some(trees) = trees {
         trees.extend(plain);
     }
     Ok(())
+}
+
+/// Adds `found` (sorted by path) to `ids`: into an empty map, built from the sorted whole rather
+/// than inserted one by one.
+pub(crate) fn extend_ids(ids: &mut BTreeMap<String, Oid>, found: Ids) {
+    if ids.is_empty() {
+        *ids = found.into_iter().collect();
+    } else {
+        ids.extend(found);
+    }
 }
 
 /// A tree of the walk: where it is, whether every name on its path is UTF-8 (its path is then
@@ -115,18 +121,17 @@ fn read_one(tree: &Tree<'_>, path: &str, named: bool, ids: &mut Ids, subtrees: &
         let is_tree = entry.kind() == Some(ObjectType::Tree);
         let key = name.iter().chain(if is_tree { &b"/"[..] } else { b"" });
         let ordered = last.is_empty() || key.clone().cmp(last.iter()).is_gt();
-        let usable = !matches!(name, b"" | b"." | b"..") && !name.eq_ignore_ascii_case(b".git") && !name.contains(&b'/');
-        plain &= utf8 && ordered && usable;
+        plain &= utf8 && ordered && usable_name(name);
         last.clear();
         last.extend(key);
         let child = format!("{path}/{}", String::from_utf8_lossy(name));
         match entry.kind() {
             Some(ObjectType::Blob) => {
-                plain &= entry.filemode_raw() == 0o100_644;
+                plain &= entry.filemode_raw() == BLOB_MODE;
                 ids.push((child, entry.id()));
             }
             Some(ObjectType::Tree) => {
-                plain &= entry.filemode_raw() == 0o040_000;
+                plain &= entry.filemode_raw() == TREE_MODE;
                 subtrees.push((child, entry.id(), named && utf8));
             }
             _ => plain = false,
@@ -140,12 +145,9 @@ fn read_one(tree: &Tree<'_>, path: &str, named: bool, ids: &mut Ids, subtrees: &
 fn canonical(tree: &Tree<'_>) -> bool {
     let mut data = Vec::with_capacity(tree.len() * 64);
     for entry in tree {
-        data.extend_from_slice(format!("{:o} ", entry.filemode_raw()).as_bytes());
-        data.extend_from_slice(entry.name_bytes());
-        data.push(0);
-        data.extend_from_slice(entry.id().as_bytes());
+        push_tree_entry(&mut data, entry.filemode_raw(), entry.name_bytes(), entry.id());
     }
-    super::pack::id_of(ObjectType::Tree, &data).is_ok_and(|id| id == tree.id())
+    id_of(ObjectType::Tree, &data).is_ok_and(|id| id == tree.id())
 }
 
 /// The files of tree `id` at `path` (its own path when `named`) and below, read one by one,

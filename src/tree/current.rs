@@ -305,7 +305,7 @@ impl Current {
 
 /// Two iterators of `(path, value)` in path order, merged: each path once, with the value of
 /// each side that has it.
-fn merge_by_path<'a, A, B>(
+pub(crate) fn merge_by_path<'a, A, B>(
     left: impl Iterator<Item = (&'a str, A)>,
     right: impl Iterator<Item = (&'a str, B)>,
 ) -> impl Iterator<Item = (&'a str, (Option<A>, Option<B>))> {

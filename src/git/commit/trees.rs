@@ -1,8 +1,9 @@
 //! The commit's trees, built in memory: the rendered cluster directories over the branch's
 //! tree, with only the directories above a change made again.
 
+use crate::git::extend_ids;
 use crate::git::file_ids;
-use crate::git::pack::Object;
+use crate::git::pack::{BLOB_MODE, Object, TREE_MODE, push_tree_entry, usable_name};
 use crate::layout::cluster_dirs;
 use crate::tree::{Files, Kept};
 use git2::{ObjectType, Oid, Repository, Tree};
@@ -55,12 +56,7 @@ impl KnownIds {
                 file_ids(repo, tree, dir, &mut known.ids, Some(&mut known.trees))?;
                 continue;
             };
-            if known.ids.is_empty() {
-                // NB: built from the sorted whole, not inserted one by one.
-                known.ids = files.into_iter().collect();
-            } else {
-                known.ids.extend(files);
-            }
+            extend_ids(&mut known.ids, files);
             known.trees.extend(trees);
         }
         Ok(known)
@@ -138,10 +134,6 @@ impl crate::render::memo::Contents for KnownIds {
     }
 }
 
-/// Tree entry modes, as git writes them.
-pub(super) const TREE_MODE: i32 = 0o040_000;
-pub(super) const BLOB_MODE: i32 = 0o100_644;
-
 /// A tree entry: name, mode, id.
 pub(super) type TreeEntry<'a> = (Cow<'a, [u8]>, i32, Oid);
 
@@ -155,20 +147,14 @@ pub(super) fn tree_object(mut entries: Vec<TreeEntry<'_>>) -> Result<Object<'sta
     entries.sort_by_cached_key(key);
     let mut data = Vec::with_capacity(entries.iter().map(|(name, _, _)| name.len() + 28).sum());
     for (name, mode, id) in &entries {
-        data.extend_from_slice(format!("{mode:o} ").as_bytes());
-        data.extend_from_slice(name);
-        data.push(0);
-        data.extend_from_slice(id.as_bytes());
+        push_tree_entry(&mut data, *mode, name, *id);
     }
     Object::new(ObjectType::Tree, Cow::Owned(data))
 }
 
 /// Whether `path` (relative, `/`-separated) can be a file's path in git.
 pub(super) fn check_path(path: &str) -> Result<(), git2::Error> {
-    match path
-        .split('/')
-        .find(|name| name.is_empty() || *name == "." || *name == ".." || name.eq_ignore_ascii_case(".git") || name.contains('\0'))
-    {
+    match path.split('/').find(|name| !usable_name(name.as_bytes())) {
         Some(name) => Err(git2::Error::from_str(&format!("`{path}`: `{name}` cannot be a file or directory name in git"))),
         None => Ok(()),
     }
@@ -270,25 +256,12 @@ pub(super) fn changed_dirs<'p>(
     differ: &mut Vec<String>,
 ) -> HashSet<&'p str> {
     let prefix = format!("{dir}/");
-    let mut new = new.iter().copied().peekable();
-    let mut old = old.range(prefix.clone()..).take_while(|(path, _)| path.starts_with(&prefix)).map(|(p, id)| (p.as_str(), *id)).peekable();
+    let old = old.range(prefix.clone()..).take_while(|(path, _)| path.starts_with(&prefix)).map(|(p, id)| (p.as_str(), *id));
     let mut changed = HashSet::new();
-    loop {
-        let order = match (new.peek(), old.peek()) {
-            (None, None) => break,
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (Some((a, _)), Some((b, _))) => a.cmp(b),
-        };
-        let path = match order {
-            std::cmp::Ordering::Less => new.next().map(|(path, _)| path),
-            std::cmp::Ordering::Greater => old.next().map(|(path, _)| path),
-            std::cmp::Ordering::Equal => match (new.next(), old.next()) {
-                (Some((path, x)), Some((_, y))) if x != y => Some(path),
-                _ => None,
-            },
-        };
-        let Some(path) = path else { continue };
+    for (path, (now, was)) in crate::tree::current::merge_by_path(new.iter().copied(), old) {
+        if now == was {
+            continue;
+        }
         differ.push(path.to_owned());
         // NB: a directory already in the set has its parents there too.
         let mut at = path;
