@@ -109,11 +109,10 @@ pub(crate) fn load_records(dir: &Path, cluster: &str) -> Records {
 /// The ids the last commit of `cluster` left of its directory (`crate::git::commit::ClusterIds`),
 /// when its tree then was `tree`.
 pub(crate) fn load_ids(dir: &Path, cluster: &str, tree: git2::Oid) -> Option<crate::git::commit::ClusterIds> {
+    use crate::git::commit::ClusterIds;
     let text = std::fs::read_to_string(dir.join(format!("{cluster}.ids"))).ok()?;
-    // NB: the header names the tree: a memo of another tree is not parsed.
-    let header = text.lines().next()?;
-    header.split(' ').nth(4).filter(|id| *id == tree.to_string())?;
-    crate::git::commit::ClusterIds::parse(&text).filter(|ids| ids.tree == tree)
+    // NB: the header names the tree: the ids of another tree are not parsed.
+    (ClusterIds::tree_of(&text)? == tree).then(|| ClusterIds::parse(&text))?
 }
 
 /// The stamp of `cluster`, when there is one.
@@ -138,9 +137,7 @@ impl<'a, V> Slice<'a, V> {
     pub(crate) fn all(table: &'a BTreeMap<String, V>) -> Slice<'a, V> {
         Slice { table, prefix: "" }
     }
-}
 
-impl<'a, V> Slice<'a, V> {
     /// Its entries, in key order.
     fn iter(&self) -> impl Iterator<Item = (&'a String, &'a V)> {
         let prefix = self.prefix;
@@ -172,8 +169,8 @@ impl Staged {
     ) -> std::io::Result<()> {
         use std::io::Write as _;
         std::fs::create_dir_all(dir)?;
-        // NB: streamed to the files, not built in memory first (a large cluster's memo is tens
-        // of megabytes).
+        // NB: streamed to the files a few thousand entries at a time, not built whole in memory
+        // first (a large cluster's memo is tens of megabytes).
         let mut create = |name: String| self.create(dir, name);
         if let Some(stamp) = stamp {
             let mut file = create(format!("{cluster}.stamp"))?;

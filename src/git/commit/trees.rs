@@ -91,19 +91,33 @@ impl ClusterIds {
         Ok(true)
     }
 
+    /// The tree a text of [`ClusterIds::write_to`] is of, read from its first line only.
+    #[must_use]
+    pub fn tree_of(text: &str) -> Option<Oid> {
+        ClusterIds::header(text).map(|(tree, ..)| tree)
+    }
+
+    /// The tree and directory the header of a text of [`ClusterIds::write_to`] names, and the
+    /// lines after it.
+    fn header(text: &str) -> Option<(Oid, &str, &str)> {
+        let (header, rest) = text.split_once('\n')?;
+        let (tree, dir) = header.strip_prefix(IDS_HEADER)?.strip_prefix(' ')?.split_once(' ')?;
+        Some((Oid::from_str(tree).ok()?, dir, rest))
+    }
+
     /// Reads [`ClusterIds::write_to`]'s text back; `None` for anything else.
     #[must_use]
     pub fn parse(text: &str) -> Option<ClusterIds> {
-        let (text, end) = text.strip_suffix('\n')?.rsplit_once('\n')?;
+        let (tree, dir, rest) = ClusterIds::header(text)?;
+        let rest = rest.strip_suffix('\n')?;
+        let (rest, end) = rest.rsplit_once('\n').unwrap_or(("", rest));
         let (files, trees) = end.strip_prefix("end ")?.split_once(' ')?;
         let counts: (usize, usize) = (files.parse().ok()?, trees.parse().ok()?);
-        let (header, rest) = text.split_once('\n').unwrap_or((text, ""));
-        let (tree, dir) = header.strip_prefix(IDS_HEADER)?.strip_prefix(' ')?.split_once(' ')?;
         let pieces: Vec<Option<Vec<(char, String, Oid)>>> = crate::tree::current::line_pieces(rest, 1 << 18)
             .into_par_iter()
             .map(|piece| piece.lines().map(parse_id_line).collect())
             .collect();
-        let mut ids = ClusterIds { dir: dir.to_owned(), tree: Oid::from_str(tree).ok()?, files: Vec::new(), trees: Vec::new() };
+        let mut ids = ClusterIds { dir: dir.to_owned(), tree, files: Vec::new(), trees: Vec::new() };
         for (kind, path, id) in pieces.into_iter().collect::<Option<Vec<_>>>()?.into_iter().flatten() {
             match kind {
                 'f' => ids.files.push((path, id)),
