@@ -61,16 +61,16 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let note = if jobs.is_empty() { String::new() } else { format!(" ({reused} of {} templated units reused)", jobs.len()) };
     if let Some(memos) = memos.as_deref() {
         jobs.extend(tree.memo_entries());
-        // NB: the namespaces' entries are made from the files as committed.
-        let (files, kept) = (tree.files(), tree.kept());
-        let content = |path: &str| kept.get(path).copied().or_else(|| files.get(path).map(|bytes| crate::object::ContentId::of(bytes)));
+        let ids = match &outcome {
+            Outcome::Committed { ids, .. } | Outcome::NoChanges { ids, .. } => ids.as_slice(),
+        };
+        // NB: the namespaces' entries are made from the files as committed, by the blob ids the
+        // commit computed (a file's content id), not hashed again.
+        let content = |path: &str| committed_id(ids, path);
         let namespaces = units.map(|(stamper, outcomes)| unit::record(&stamper, outcomes, &jobs, &content)).unwrap_or_default();
         // NB: the tree (its plaintext zeroized) is dropped beside the memo's writing, and
         // before the process ends.
         let dropping = std::thread::spawn(move || drop(tree));
-        let ids = match &outcome {
-            Outcome::Committed { ids, .. } | Outcome::NoChanges { ids, .. } => ids.as_slice(),
-        };
         save_memo(memos, &spec, (&jobs, &namespaces), ids);
         let _ = dropping.join();
         std::mem::forget(namespaces);
@@ -81,6 +81,13 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // dropped and zeroized as usual).
     std::mem::forget((spec, bundle, jobs, options));
     print_outcome(stdout, outcome, &branch, &remote, &note, args.quiet)
+}
+
+/// The content id of the file at `path` in the cluster directories a commit gave `ids` of.
+fn committed_id(ids: &[ClusterIds], path: &str) -> Option<crate::object::ContentId> {
+    let files = &ids.iter().find(|ids| path.strip_prefix(ids.dir.as_str()).is_some_and(|rest| rest.starts_with('/')))?.files;
+    let at = files.binary_search_by(|(file, _)| file.as_str().cmp(path)).ok()?;
+    Some(crate::object::ContentId(files[at].1.as_bytes().try_into().ok()?))
 }
 
 /// The selected specs and the repository (and whether it was given as a URL), or `None` after
