@@ -241,3 +241,28 @@ fn save_memo(memos: &Path, spec: &Spec, (jobs, namespaces): (&Table, &unit::Tabl
         eprintln!("warning: the render memo was not saved: {error}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_committed_file_s_content_id_is_its_blob_id() {
+        let id = |n: u8| git2::Oid::from_bytes(&[n; 20]).expect("id");
+        let cluster = |dir: &str, files: &[(&str, u8)]| ClusterIds {
+            dir: dir.to_owned(),
+            tree: id(0),
+            files: files.iter().map(|&(path, n)| (path.to_owned(), id(n))).collect(),
+            trees: Vec::new(),
+        };
+        let ids = [
+            cluster("clusters/c", &[("clusters/c/a.yaml", 1), ("clusters/c/b/x.yaml", 2)]),
+            cluster("clusters/cd", &[("clusters/cd/a.yaml", 3)]),
+        ];
+        let content = |path| committed_id(&ids, path).map(|content| content.0);
+        assert_eq!(content("clusters/c/b/x.yaml"), Some([2; 20]));
+        assert_eq!(content("clusters/cd/a.yaml"), Some([3; 20]), "the directory whose name it starts with");
+        assert_eq!(content("clusters/c/b.yaml"), None);
+        assert_eq!(content("clusters/other/a.yaml"), None);
+    }
+}
