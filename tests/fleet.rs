@@ -291,6 +291,43 @@ fn a_host_taken_twice_in_one_cluster_names_the_cluster() {
 }
 
 #[test]
+fn a_namespace_an_environment_takes_names_the_cluster_and_where_it_is_set() {
+    // acme takes globex's namespace in staging only: the error names staging and the line of
+    // the environment that set it.
+    refused(
+        "environments/staging.yaml",
+        |text| text.replacen("  postgresql: { instances: 2 }\n", "  postgresql: { instances: 2 }\n  namespace: globex\n", 1),
+        "fleet/tenants.yaml:14:9: metadata.name: namespace `globex` is already used by TFRTenant `acme`, set at fleet/environments/staging.yaml:7:14 (in cluster `staging`)",
+    );
+}
+
+#[test]
+fn a_problem_of_some_placements_names_their_clusters_once() {
+    // acme's front is turned on for all three clusters; prod's environment gives it an image,
+    // so dev and staging lack one: said once, naming both.
+    let tenant: Edit<'_> = &|text| {
+        text.replacen(
+            "  postgresql: { instances: 1, storage: 5Gi }\n",
+            "  postgresql: { instances: 1, storage: 5Gi }\n  front: { enabled: true }\n",
+            1,
+        )
+    };
+    let prod: Edit<'_> = &|text| {
+        text.replacen(
+            "  sharedCache: { storageClass: nfs-client }\n",
+            "  sharedCache: { storageClass: nfs-client }\n  front: { image: docker.cnb.cool/turingfocus/tfrobot-front:v1.8.0 }\n",
+            1,
+        )
+    };
+    let output = validate_edited(&[("tenants.yaml", tenant), ("environments/prod.yaml", prod)]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = "fleet/tenants.yaml:10:10: spec.front.image: required when `front.enabled` is true (in clusters `dev` and `staging`)";
+    assert_eq!(stderr.lines().filter(|l| *l == line).count(), 1, "{}", report(&output));
+    assert!(stderr.contains("error: 1 error in 1 file"), "{}", report(&output));
+}
+
+#[test]
 fn a_host_an_environment_sets_is_blamed_where_it_is_set() {
     // helpdesk (first) takes sales-bot's default host in prod: the error is at the line that
     // set it, not at sales-bot, which sets no host.

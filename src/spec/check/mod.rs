@@ -19,7 +19,7 @@ use super::model::{ClusterSpec, SecretSource, TenantSpec, TenantType};
 use super::schema::Kind;
 use crate::spec::diagnostic::Rule;
 use rayon::prelude::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Longest tenant namespace: `<ns>-pg-rw` and `<ns>-ts-rw` must stay Service names (63).
 const MAX_NAMESPACE: usize = 57;
@@ -48,9 +48,55 @@ pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn 
     duplicates(&spec.tenants, "TFRTenant", files, out);
     duplicates(&spec.servers, "TFRServer", files, out);
     // NB: names are unique within a cluster, so each cluster's objects are checked together.
-    for part in spec.parts() {
-        check_part(&part, known_clusters, known_tenants, files, out);
+    let parts = spec.parts();
+    // NB: one defined cluster (and perhaps a misspelt one) is not a fleet: no cluster is named.
+    if parts.len() <= 1 || spec.clusters.len() <= 1 {
+        for part in &parts {
+            check_part(part, known_clusters, known_tenants, files, out);
+        }
+        return;
     }
+    // In a fleet, one declaration placed in several clusters is checked once per placement:
+    // a problem is said once, naming the clusters it holds in.
+    let mut found: Vec<(Diagnostic, Vec<&str>)> = Vec::new();
+    let mut seen: HashMap<Diagnostic, usize> = HashMap::new();
+    for part in &parts {
+        let mut one = Vec::new();
+        check_part(part, known_clusters, known_tenants, files, &mut one);
+        for diagnostic in one {
+            match seen.get(&diagnostic) {
+                Some(&index) => found[index].1.push(cluster_of(part)),
+                None => {
+                    seen.insert(diagnostic.clone(), found.len());
+                    found.push((diagnostic, vec![cluster_of(part)]));
+                }
+            }
+        }
+    }
+    out.extend(found.into_iter().map(|(diagnostic, clusters)| in_clusters(diagnostic, &clusters)));
+}
+
+/// The cluster of the objects of `part` (one cluster's part of a fleet).
+fn cluster_of(part: &Spec) -> &str {
+    let clusters = part.clusters.iter().map(|o| o.cluster.as_str());
+    let placed = part.tenants.iter().map(|o| o.cluster.as_str()).chain(part.servers.iter().map(|o| o.cluster.as_str()));
+    clusters.chain(placed).next().unwrap_or_default()
+}
+
+/// `diagnostic`, its message ending with the clusters it holds in, unless it already names a
+/// cluster.
+fn in_clusters(mut diagnostic: Diagnostic, clusters: &[&str]) -> Diagnostic {
+    let names_one = clusters.iter().any(|c| diagnostic.message.contains(&format!("`{c}`")));
+    if clusters.iter().all(|c| c.is_empty()) || names_one || diagnostic.message.contains("cluster `") {
+        return diagnostic;
+    }
+    let quoted: Vec<String> = clusters.iter().map(|c| format!("`{c}`")).collect();
+    let listed = match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("clusters {} and {last}", rest.join(", ")),
+        _ => format!("cluster {}", quoted.join("")),
+    };
+    diagnostic.message = format!("{} (in {listed})", diagnostic.message);
+    diagnostic
 }
 
 /// The checks of the objects of one cluster, in which names are unique.

@@ -37,11 +37,7 @@ pub(super) fn check_namespaces(
             continue;
         }
         let namespace = tenant_namespace(tenant.name(), &tenant.spec);
-        let field = match tenant.spec.kind {
-            TenantType::Personal => "spec.function",
-            TenantType::Enterprise if tenant.spec.namespace.is_empty() => "metadata.name",
-            TenantType::Enterprise => "spec.namespace",
-        };
+        let field = namespace_field(tenant);
         namespace_name(tenant, &namespace, field, clusters.get(tenant.spec.cluster.as_str()).copied(), out);
         let key = (tenant.spec.cluster.clone(), namespace.clone());
         match owners.get(&key) {
@@ -54,9 +50,30 @@ pub(super) fn check_namespaces(
             // A duplicate name is reported once, as a duplicate.
             Some(first) if first.name() == tenant.name() => {}
             Some(first) => {
-                out.push(tenant.error_at(field, format!("namespace `{namespace}` is already used by TFRTenant `{}`", first.name())));
+                // NB: where the first tenant's namespace comes from (its name, its spec, an
+                // environment of one cluster) is said too: it may be the one to change.
+                let at = first.locate(namespace_field(first));
+                out.push(tenant.error_at(
+                    field,
+                    format!(
+                        "namespace `{namespace}` is already used by TFRTenant `{}`, set at {}:{}:{}",
+                        first.name(),
+                        files.name(at.file),
+                        at.line,
+                        at.column
+                    ),
+                ));
             }
         }
+    }
+}
+
+/// The field that decides a tenant's namespace.
+fn namespace_field(tenant: &Object<TenantSpec>) -> &'static str {
+    match tenant.spec.kind {
+        TenantType::Personal => "spec.function",
+        TenantType::Enterprise if tenant.spec.namespace.is_empty() => "metadata.name",
+        TenantType::Enterprise => "spec.namespace",
     }
 }
 
