@@ -277,7 +277,8 @@ pub fn merge(lower: &Node, upper: &Node) -> Node {
                     None => entries.push((key.clone(), value.clone())),
                 }
             }
-            Node { value: Value::Map(entries), ..upper.clone() }
+            // NB: not `..upper.clone()`: that would copy the whole upper map only to drop it.
+            Node { value: Value::Map(entries), origin: upper.origin, plain: upper.plain.clone(), block: upper.block }
         }
         _ => upper.clone(),
     }

@@ -114,7 +114,7 @@ impl<'a> Validator<'a> {
             return;
         }
         if let Some(allowed) = schema.get("enum").and_then(Json::as_array) {
-            let allowed: Vec<String> = allowed.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+            let allowed: Vec<&str> = allowed.iter().filter_map(Json::as_str).collect();
             self.check_enum(node, &allowed, path);
             return;
         }
@@ -188,18 +188,24 @@ impl<'a> Validator<'a> {
         matches
     }
 
-    fn check_enum(&mut self, node: &mut Node, allowed: &[String], path: &str) {
-        let listed = allowed.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ");
+    fn check_enum(&mut self, node: &mut Node, allowed: &[&str], path: &str) {
         let text = match &node.value {
-            Value::Str(s) => Some(s.clone()),
-            _ => node.plain.clone(),
+            Value::Str(s) => Some(s.as_str()),
+            _ => node.plain.as_deref(),
         };
+        // NB: an allowed string is left as it is (nothing copied); a plain scalar becomes one.
+        if let Some(text) = text.filter(|t| allowed.contains(t)) {
+            if !matches!(node.value, Value::Str(_)) {
+                node.value = Value::Str(text.to_owned());
+            }
+            return;
+        }
+        let listed = allowed.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ");
         match text {
-            Some(text) if allowed.contains(&text) => node.value = Value::Str(text),
             Some(text) => {
                 let mut diagnostic =
                     Diagnostic::error(Rule::Schema, node.origin, path, format!("expected one of {listed}, found {}", node.describe()));
-                if let Some(close) = did_you_mean(&text, allowed.iter().map(String::as_str)) {
+                if let Some(close) = did_you_mean(text, allowed.iter().copied()) {
                     diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
                 }
                 self.out.push(diagnostic);
@@ -317,13 +323,13 @@ impl<'a> Validator<'a> {
 }
 
 /// If every branch is a constant (`const` or a one-value `enum`), the allowed values.
-fn constants(branches: &[&Json]) -> Option<Vec<String>> {
+fn constants<'s>(branches: &[&'s Json]) -> Option<Vec<&'s str>> {
     let mut values = Vec::new();
     for branch in branches {
         if let Some(value) = branch.get("const").and_then(Json::as_str) {
-            values.push(value.to_owned());
+            values.push(value);
         } else if let Some(list) = branch.get("enum").and_then(Json::as_array) {
-            values.extend(list.iter().filter_map(Json::as_str).map(str::to_owned));
+            values.extend(list.iter().filter_map(Json::as_str));
         } else {
             return None;
         }
