@@ -247,6 +247,8 @@ fn one_declaration_placed_in_several_clusters_with_its_environments() {
     // `--explain` shows the environment layer, in the environment's file.
     let explained = ok(&["validate", FLEET, "--explain", "spec.postgresql.instances"]);
     assert!(explained.contains("TFRTenant/acme in cluster `prod` spec.postgresql.instances = 3\n  built-in default: 1\n  spec at fixtures/fleet/tenants.yaml:9:28: 1\n  environment `prod` at fixtures/fleet/environments/prod.yaml:6:28: 3  (wins)\n"), "{explained}");
+    // In a fleet an object placed in one cluster says its cluster too.
+    assert!(explained.contains("TFRTenant/billing in cluster `prod` spec.postgresql.instances = 1\n"), "{explained}");
 }
 
 /// A copy of the fleet with `edit` applied to the text of `file`; `tfrs validate` of it must

@@ -39,10 +39,11 @@ pub fn explain(spec: &Spec, field: &str) -> Vec<Explanation> {
 }
 
 fn explain_kind<S: Serialize + Default>(objects: &[Object<S>], kind: &str, field: &str, out: &mut Vec<Explanation>) {
+    // NB: in a fleet every object says its cluster (a name may be placed in several); objects
+    // of one cluster say none.
+    let fleet = objects.iter().any(|o| o.cluster != objects[0].cluster);
     for object in objects {
-        // NB: a name placed in several clusters is told apart by its cluster.
-        let placed_twice = objects.iter().any(|o| o.name() == object.name() && o.cluster != object.cluster);
-        out.extend(explain_object(object, kind, field, placed_twice));
+        out.extend(explain_object(object, kind, field, fleet));
     }
 }
 
