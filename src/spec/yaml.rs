@@ -4,6 +4,9 @@
 //! every problem with its file, line and column, and so that overlays can be merged while each
 //! value keeps the location of the layer that set it.
 
+mod de;
+
+pub use de::{Error as TypedError, from_node};
 use granit_parser::{Event, Parser, ScalarStyle};
 use std::collections::HashMap;
 

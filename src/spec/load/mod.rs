@@ -471,7 +471,7 @@ fn build<S: DeserializeOwned>(mut document: Node, layers: Layers, schema: &Json,
     if out.iter().filter(|d| d.is_error()).count() > before {
         return None;
     }
-    match serde_json::from_value::<Document<S>>(document.to_json()) {
+    match crate::spec::yaml::from_node::<Document<S>>(&document) {
         Ok(typed) => Some(Object { metadata: typed.metadata, cluster, spec: typed.spec, tree: Arc::new(document), layers }),
         Err(error) => {
             // NB: the schema comes from the same types, so this means the two disagree: a bug.
