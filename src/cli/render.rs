@@ -124,11 +124,12 @@ fn render_parts(
     mut sum: Sum,
 ) -> anyhow::Result<Result<Sum, Failure>> {
     let mut failure = None;
-    for cluster in &spec.clusters {
+    for (index, cluster) in spec.clusters.iter().enumerate() {
         // NB: after a failure the other clusters are still rendered (nothing staged), so every
         // problem is reported at once.
         let staging = if failure.is_none() { staging.as_deref_mut() } else { None };
-        if let Err(next) = render_cluster(spec, cluster.name(), context, staging, &mut sum)? {
+        let last = index + 1 == spec.clusters.len();
+        if let Err(next) = render_cluster(spec, (cluster.name(), last), context, staging, &mut sum)? {
             failure = Some(merge(failure, next));
         }
     }
@@ -216,7 +217,7 @@ impl Sum {
 /// render left them is not rendered at all (`render::stamp`).
 fn render_cluster(
     spec: &Spec,
-    name: &str,
+    (name, last): (&str, bool),
     context: &Context<'_>,
     mut staging: Option<&mut write::Staging>,
     sum: &mut Sum,
@@ -257,9 +258,9 @@ fn render_cluster(
     let records = (context.memos.is_some() && staging.is_some()).then(|| changes.records(&stats));
     let namespaces = namespace_entries(memo.as_ref(), records.as_ref(), outcomes, &jobs);
     drop((changes, sealed, memo));
-    // NB: freed in the background, before the memo is written: a cluster's tens of thousands of
-    // buffers and paths, one by one.
-    std::thread::spawn(move || drop((files, unread, current, records_read)));
+    // NB: a cluster's tens of thousands of buffers and paths, freed one by one in the background
+    // before the memo is written; not at all after the last cluster (the process ends next).
+    discard((files, unread, current, records_read), last);
     if let (Some(memos), Some(mut records)) = (context.memos, records) {
         records.saved = inputs::unix_now_nanos();
         let stamp = stamping.map(|s| s.stamp(&reads, records.saved, units));
@@ -269,8 +270,17 @@ fn render_cluster(
             eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
         }
     }
-    std::thread::spawn(move || drop(jobs));
+    discard(jobs, last);
     Ok(Ok(()))
+}
+
+/// Frees `value` in the background, or never when `last` (the process ends next).
+fn discard<T: Send + 'static>(value: T, last: bool) {
+    if last {
+        std::mem::forget(value);
+    } else {
+        std::thread::spawn(move || drop(value));
+    }
 }
 
 /// The entries of the namespaces a render gave `outcomes` for, made from the files as they will
