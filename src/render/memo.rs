@@ -285,13 +285,13 @@ impl Stamper {
 
 /// Adds one object of an entry to `mac`: its path, identity and content id.
 pub(crate) fn absorb(mac: &mut Hmac<Sha256>, path: &str, object: &Object, content: &ContentId) {
-    let mut head = Vec::with_capacity(128);
     let id = &object.id;
     for field in [path, &id.api_version, &id.kind, id.namespace().unwrap_or(""), &id.name] {
-        push_lp(&mut head, field.as_bytes());
+        // NB: as `push_lp` frames it, straight into the MAC (no buffer per object).
+        mac.update(&(field.len() as u64).to_be_bytes());
+        mac.update(field.as_bytes());
     }
-    head.extend_from_slice(&content.0);
-    mac.update(&head);
+    mac.update(&content.0);
 }
 
 /// The inputs digest of a job (see the module docs): SHA-256 over `parts` (each

@@ -207,8 +207,13 @@ impl Stamp {
         push_lp(&mut part, entry.stamp.as_bytes());
         self.0.update(&part);
         let mut ids = Vec::with_capacity(entry.objects.len());
+        // NB: one path buffer for all the objects (a namespace has hundreds).
+        let mut path = String::with_capacity(entry.dir.len() + 64);
         for object in &entry.objects {
-            let path = format!("{}/{}", entry.dir, object.file);
+            path.clear();
+            path.push_str(&entry.dir);
+            path.push('/');
+            path.push_str(&object.file);
             let id = content(&path)?;
             absorb(&mut self.0, &path, object, &id);
             ids.push(id);
