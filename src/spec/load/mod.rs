@@ -455,15 +455,18 @@ struct Layers {
 /// result and deserializes it.
 fn build<S: DeserializeOwned>(mut document: Node, layers: Layers, schema: &Json, out: &mut Vec<Diagnostic>) -> Option<Object<S>> {
     let Layers { below: mut layers, above, cluster } = layers;
-    if let Some(own) = document.get("spec") {
-        layers.push(Layer { label: "spec".to_owned(), spec: Arc::new(own.clone()), selected_at: None });
+    if let Value::Map(entries) = &mut document.value
+        && let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec")
+    {
+        // NB: a document under no layer but its own spec (most of them) is already merged, and
+        // keeps a copy as its layer; one under layers gives its spec to its layer (the merge
+        // replaces it).
+        let merging = !layers.is_empty() || !above.is_empty();
+        let own = if merging { std::mem::replace(spec, Node::new(Value::Null, spec.origin)) } else { spec.clone() };
+        layers.push(Layer { label: "spec".to_owned(), spec: Arc::new(own), selected_at: None });
         layers.extend(above);
-        // NB: a document under no layer but its own spec (most of them) is already merged.
-        if layers.len() > 1
-            && let Value::Map(entries) = &mut document.value
-            && let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec")
-        {
-            *spec = layers.iter().skip(1).fold(Node::clone(&layers[0].spec), |acc, layer| merge(&acc, &layer.spec));
+        if merging {
+            *spec = layers.iter().skip(1).fold(Node::clone(&layers[0].spec), |acc, layer| merge(acc, &layer.spec));
         }
     }
     let before = out.iter().filter(|d| d.is_error()).count();

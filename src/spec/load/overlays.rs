@@ -260,24 +260,24 @@ fn unknown_overlay(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> D
     diagnostic
 }
 
-/// Merges `upper` over `lower`: maps merge recursively, everything else replaces.
+/// Merges `upper` over `lower`: maps merge recursively, everything else replaces. `lower` is
+/// taken (a merged spec is built in it, not copied at every level).
 #[must_use]
-pub fn merge(lower: &Node, upper: &Node) -> Node {
-    match (&lower.value, &upper.value) {
+pub fn merge(lower: Node, upper: &Node) -> Node {
+    match (lower.value, &upper.value) {
         // NB: a secret source is one choice, not a map of settings: the upper one replaces it.
         (Value::Map(_), Value::Map(over)) if is_secret_source(over) => upper.clone(),
-        (Value::Map(base), Value::Map(over)) => {
-            let mut entries: Vec<(Key, Node)> = base.clone();
+        (Value::Map(mut entries), Value::Map(over)) => {
             for (key, value) in over {
                 match entries.iter_mut().find(|(k, _)| k.name == key.name) {
                     Some((existing_key, existing)) => {
-                        *existing = merge(existing, value);
+                        let taken = std::mem::replace(existing, Node::new(Value::Null, existing.origin));
+                        *existing = merge(taken, value);
                         *existing_key = key.clone();
                     }
                     None => entries.push((key.clone(), value.clone())),
                 }
             }
-            // NB: not `..upper.clone()`: that would copy the whole upper map only to drop it.
             Node { value: Value::Map(entries), origin: upper.origin, plain: upper.plain.clone(), block: upper.block }
         }
         _ => upper.clone(),
