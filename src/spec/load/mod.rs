@@ -454,21 +454,8 @@ struct Layers {
 /// Merges the overlays under the document's spec and the environments over it, validates the
 /// result and deserializes it.
 fn build<S: DeserializeOwned>(mut document: Node, layers: Layers, schema: &Json, out: &mut Vec<Diagnostic>) -> Option<Object<S>> {
-    let Layers { below: mut layers, above, cluster } = layers;
-    if let Value::Map(entries) = &mut document.value
-        && let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec")
-    {
-        // NB: a document under no layer but its own spec (most of them) is already merged, and
-        // keeps a copy as its layer; one under layers gives its spec to its layer (the merge
-        // replaces it).
-        let merging = !layers.is_empty() || !above.is_empty();
-        let own = if merging { std::mem::replace(spec, Node::new(Value::Null, spec.origin)) } else { spec.clone() };
-        layers.push(Layer { label: "spec".to_owned(), spec: Arc::new(own), selected_at: None });
-        layers.extend(above);
-        if merging {
-            *spec = layers.iter().skip(1).fold(Node::clone(&layers[0].spec), |acc, layer| merge(acc, &layer.spec));
-        }
-    }
+    let Layers { below, above, cluster } = layers;
+    let layers = overlays::layered(&mut document, below, above);
     let before = out.iter().filter(|d| d.is_error()).count();
     schema::validate(&mut document, schema, "", ValidateOptions::default(), out);
     if out.iter().filter(|d| d.is_error()).count() > before {

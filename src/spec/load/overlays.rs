@@ -1,7 +1,7 @@
 //! Overlays: their documents, which of them each cluster asks for, and how a layer merges
 //! over the one below it.
 
-use super::{document_name, read_kind};
+use super::{Layer, document_name, read_kind};
 use crate::spec::bundle::Bundle;
 use crate::spec::diagnostic::Rule;
 use crate::spec::diagnostic::{Diagnostic, did_you_mean};
@@ -10,6 +10,7 @@ use crate::spec::schema::{self, Kind, ValidateOptions};
 use crate::spec::yaml::{self, Key, Node, Origin, Value};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A parsed overlay or environment document.
 pub(super) struct OverlayDocument {
@@ -258,6 +259,25 @@ fn unknown_overlay(origin: Origin, path: &str, name: &str, bundle: &Bundle) -> D
         diagnostic = diagnostic.with_help("user overlays live in an `overlays/` directory next to the specs, one `<name>.yaml` each");
     }
     diagnostic
+}
+
+/// The layers of `document`: `below` (overlays), its own spec, `above` (environments), lowest
+/// first; its spec becomes their merge. A document under no layer but its own spec (most of
+/// them) is already merged, and keeps a copy as its layer; one under layers gives its spec to
+/// its layer (the merge replaces it).
+pub(super) fn layered(document: &mut Node, mut below: Vec<Layer>, above: Vec<Layer>) -> Vec<Layer> {
+    if let Value::Map(entries) = &mut document.value
+        && let Some((_, spec)) = entries.iter_mut().find(|(k, _)| k.name == "spec")
+    {
+        let merging = !below.is_empty() || !above.is_empty();
+        let own = if merging { std::mem::replace(spec, Node::new(Value::Null, spec.origin)) } else { spec.clone() };
+        below.push(Layer { label: "spec".to_owned(), spec: Arc::new(own), selected_at: None });
+        below.extend(above);
+        if merging {
+            *spec = below.iter().skip(1).fold(Node::clone(&below[0].spec), |acc, layer| merge(acc, &layer.spec));
+        }
+    }
+    below
 }
 
 /// Merges `upper` over `lower`: maps merge recursively, everything else replaces. `lower` is
