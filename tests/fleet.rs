@@ -330,6 +330,52 @@ fn a_problem_of_some_placements_names_their_clusters_once() {
 }
 
 #[test]
+fn a_problem_at_an_overlay_line_names_each_cluster_once() {
+    // One overlay, selected by staging and prod, turns on the front of every tenant there
+    // (acme and globex, two objects at the same overlay line in each cluster).
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    std::fs::create_dir_all(fleet.join("overlays")).unwrap();
+    std::fs::write(fleet.join("overlays/shared.yaml"), "kind: TFRTenant\nspec:\n  front: { enabled: true }\n").unwrap();
+    let clusters = std::fs::read_to_string(fleet.join("clusters.yaml")).unwrap();
+    let clusters = clusters.replace("  environments: [staging]\n", "  environments: [staging]\n  overlays: [shared]\n");
+    std::fs::write(
+        fleet.join("clusters.yaml"),
+        clusters.replace("  environments: [prod]\n", "  environments: [prod]\n  overlays: [shared]\n"),
+    )
+    .unwrap();
+    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line =
+        "fleet/overlays/shared.yaml:3:10: spec.front.image: required when `front.enabled` is true (in clusters `prod` and `staging`)";
+    assert_eq!(stderr.lines().filter(|l| *l == line).count(), 1, "{}", report(&output));
+}
+
+#[test]
+fn explain_names_the_cluster_in_a_fleet_whose_tenants_are_all_in_one() {
+    // Two clusters, every tenant in prod: still a fleet, so each tenant says its cluster, and
+    // a cluster is its own name.
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    let tenants = std::fs::read_to_string(fleet.join("tenants.yaml")).unwrap();
+    let tenants =
+        tenants.replace("clusters: [dev, staging, prod]", "clusters: [prod]").replace("clusters: [staging, prod]", "clusters: [prod]");
+    std::fs::write(fleet.join("tenants.yaml"), tenants).unwrap();
+    for environment in ["dev", "staging"] {
+        std::fs::write(fleet.join(format!("environments/{environment}.yaml")), "").unwrap();
+    }
+    let output = command().current_dir(dir.path()).args(["validate", "fleet", "--explain", "spec.postgresql.instances"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("TFRTenant/acme in cluster `prod` spec.postgresql.instances = 3\n"), "{}", report(&output));
+    let ingress = command().current_dir(dir.path()).args(["validate", "fleet", "--explain", "spec.ingress.domain"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&ingress.stdout);
+    assert!(stdout.contains("TFRCluster/prod spec.ingress.domain = \"tfrs.example.com\"\n"), "{}", report(&ingress));
+}
+
+#[test]
 fn a_host_an_environment_sets_is_blamed_where_it_is_set() {
     // helpdesk (first) takes sales-bot's default host in prod: the error is at the line that
     // set it, not at sales-bot, which sets no host.

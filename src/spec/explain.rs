@@ -32,18 +32,18 @@ pub struct Explanation {
 #[must_use]
 pub fn explain(spec: &Spec, field: &str) -> Vec<Explanation> {
     let mut out = Vec::new();
-    explain_kind(&spec.clusters, "TFRCluster", field, &mut out);
-    explain_kind(&spec.tenants, "TFRTenant", field, &mut out);
-    explain_kind(&spec.servers, "TFRServer", field, &mut out);
+    // NB: in a fleet every tenant and server says its cluster (a name may be placed in
+    // several); a cluster is its own name.
+    let fleet = spec.clusters.len() > 1;
+    explain_kind(&spec.clusters, "TFRCluster", field, false, &mut out);
+    explain_kind(&spec.tenants, "TFRTenant", field, fleet, &mut out);
+    explain_kind(&spec.servers, "TFRServer", field, fleet, &mut out);
     out
 }
 
-fn explain_kind<S: Serialize + Default>(objects: &[Object<S>], kind: &str, field: &str, out: &mut Vec<Explanation>) {
-    // NB: in a fleet every object says its cluster (a name may be placed in several); objects
-    // of one cluster say none.
-    let fleet = objects.iter().any(|o| o.cluster != objects[0].cluster);
+fn explain_kind<S: Serialize + Default>(objects: &[Object<S>], kind: &str, field: &str, in_cluster: bool, out: &mut Vec<Explanation>) {
     for object in objects {
-        out.extend(explain_object(object, kind, field, fleet));
+        out.extend(explain_object(object, kind, field, in_cluster));
     }
 }
 

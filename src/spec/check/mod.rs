@@ -65,6 +65,9 @@ pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn 
         check_part(part, known_clusters, known_tenants, files, &mut one);
         for diagnostic in one {
             match seen.get(&diagnostic) {
+                // NB: one cluster can give the same diagnostic twice (two objects under one
+                // overlay line): it is named once.
+                Some(&index) if found[index].1.last() == Some(&cluster_of(part)) => {}
                 Some(&index) => found[index].1.push(cluster_of(part)),
                 None => {
                     seen.insert(diagnostic.clone(), found.len());
@@ -86,8 +89,8 @@ fn cluster_of(part: &Spec) -> &str {
 /// `diagnostic`, its message ending with the clusters it holds in, unless it already names a
 /// cluster.
 fn in_clusters(mut diagnostic: Diagnostic, clusters: &[&str]) -> Diagnostic {
-    let names_one = clusters.iter().any(|c| diagnostic.message.contains(&format!("`{c}`")));
-    if clusters.iter().all(|c| c.is_empty()) || names_one || diagnostic.message.contains("cluster `") {
+    // NB: `TFRCluster `x`` and `in cluster `x`` name one; a tenant named like a cluster does not.
+    if clusters.iter().all(|c| c.is_empty()) || diagnostic.message.to_ascii_lowercase().contains("cluster `") {
         return diagnostic;
     }
     let quoted: Vec<String> = clusters.iter().map(|c| format!("`{c}`")).collect();
@@ -244,4 +247,27 @@ pub(crate) fn dangling<'a>(
         diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
     }
     diagnostic
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::yaml::Origin;
+
+    fn said(message: &str, clusters: &[&str]) -> String {
+        in_clusters(Diagnostic::error(Rule::Consistency, Origin::default(), "spec", message), clusters).message
+    }
+
+    #[test]
+    fn a_fleet_diagnostic_names_its_clusters_unless_it_names_one() {
+        assert_eq!(said("x is off", &["dev"]), "x is off (in cluster `dev`)");
+        assert_eq!(said("x is off", &["dev", "prod", "staging"]), "x is off (in clusters `dev`, `prod` and `staging`)");
+        // A tenant named like a cluster is not a cluster.
+        assert_eq!(said("tenant `prod` has `minio` disabled", &["prod"]), "tenant `prod` has `minio` disabled (in cluster `prod`)");
+        assert_eq!(said("unknown TFRCluster `prd`", &["prd"]), "unknown TFRCluster `prd`");
+        assert_eq!(
+            said("host `h` is already used by TFRServer `a` in cluster `prod`", &["prod"]),
+            "host `h` is already used by TFRServer `a` in cluster `prod`"
+        );
+    }
 }
