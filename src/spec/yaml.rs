@@ -5,9 +5,11 @@
 //! value keeps the location of the layer that set it.
 
 mod de;
+mod pieces;
 
 pub use de::{Error as TypedError, from_node};
 use granit_parser::{Event, Parser, ScalarStyle};
+use pieces::pieces;
 use std::collections::HashMap;
 
 /// Where a node starts: a file (an index into the caller's file table), a line and a column.
@@ -246,29 +248,6 @@ pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
 
 /// The documents of a stream and how many nodes they hold, or why it does not parse.
 type Parsed = Result<(Vec<Node>, usize), Vec<ParseError>>;
-
-/// A large stream cut to parse in parallel: each piece with the lines before it, every piece
-/// a run of whole documents starting at a `---` line (one piece for a small stream, or one
-/// with directives, which apply past a cut).
-fn pieces(text: &str) -> Vec<(&str, usize)> {
-    const PIECE: usize = 256 * 1024;
-    if text.len() < 2 * PIECE || text.lines().any(|line| line.starts_with('%')) {
-        return vec![(text, 0)];
-    }
-    // NB: where each piece starts, `(byte offset, lines before it)`.
-    let mut cuts = vec![(0, 0)];
-    let (mut offset, mut line) = (0, 0);
-    for piece in text.split_inclusive('\n') {
-        let marker = piece.strip_prefix("---").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']));
-        if marker && offset - cuts[cuts.len() - 1].0 >= PIECE {
-            cuts.push((offset, line));
-        }
-        offset += piece.len();
-        line += 1;
-    }
-    let ends = cuts.iter().skip(1).map(|&(start, _)| start).chain([text.len()]);
-    cuts.iter().zip(ends).map(|(&(start, line), end)| (&text[start..end], line)).collect()
-}
 
 /// Parses a stream (or the part of one after `lines` lines: its origins are those of the
 /// whole); returns its documents and how many nodes they hold.
