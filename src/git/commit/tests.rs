@@ -322,6 +322,14 @@ fn a_path_git_cannot_hold_is_refused() {
         let rendered: Files = [(bad.to_owned(), b"x\n".to_vec())].into();
         assert!(build(&repo, None, &rendered, &Kept::new()).is_err(), "{bad}");
     }
+    // A directory's names are checked once for all its files: a bad one after good files of
+    // its parent, or of a sibling, is still refused, and named.
+    for bad in ["clusters/c/ok/.git/b.yaml", "clusters/c/ok/x/../b.yaml", "clusters/c/ok/.GIT"] {
+        let rendered: Files =
+            ["clusters/c/ok/a.yaml", "clusters/c/ok/x/a.yaml", bad].into_iter().map(|p| (p.to_owned(), b"x\n".to_vec())).collect();
+        let error = build(&repo, None, &rendered, &Kept::new()).err().expect(bad);
+        assert!(error.message().contains(&format!("`{}`", bad.trim_start_matches("clusters/c/"))), "{bad}: {error}");
+    }
     let both: Files = [("clusters/c/x".to_owned(), b"x\n".to_vec()), ("clusters/c/x/y".to_owned(), b"y\n".to_vec())].into();
     assert!(build(&repo, None, &both, &Kept::new()).is_err(), "a file and a directory of the same name");
 }

@@ -323,10 +323,17 @@ pub(super) fn cluster_tree<'a>(
     };
     let mut tree = Dir::default();
     let mut last: Option<&str> = None;
+    let mut checked_dir: Option<&str> = None;
     for &(path, id) in new {
         let relative = &path[dir.len() + 1..];
-        // NB: every path is checked, those of a directory taken whole too.
-        check_path(relative)?;
+        // NB: every path is checked, those of a directory taken whole too; a directory's names
+        // once for all its files (they come in order), the file's own name each time.
+        let (parent, name) = relative.rsplit_once('/').unwrap_or(("", relative));
+        let parent_bad = checked_dir != Some(parent) && !parent.is_empty() && parent.split('/').any(|n| !usable_name(n.as_bytes()));
+        if parent_bad || !usable_name(name.as_bytes()) {
+            check_path(relative)?;
+        }
+        checked_dir = Some(parent);
         if last.is_some_and(|taken| path.strip_prefix(taken).is_some_and(|rest| rest.starts_with('/'))) {
             continue;
         }
