@@ -376,6 +376,20 @@ fn explain_names_the_cluster_in_a_fleet_whose_tenants_are_all_in_one() {
 }
 
 #[test]
+fn a_job_of_a_component_one_environment_turns_off_says_where_and_in_which_cluster() {
+    let dev: Edit<'_> = &|text| {
+        format!(
+            "{text}---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: {{ name: acme }}\nspec:\n  minio: {{ enabled: false }}\n"
+        )
+    };
+    let output = validate_edited(&[("environments/dev.yaml", dev)]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = "fleet/servers.yaml:6:1: warning: spec.jobs.minioInit: tenant `acme` has `minio` disabled at fleet/environments/dev.yaml:18:21, so this job is not rendered (in cluster `dev`)";
+    assert!(stderr.lines().any(|l| l == line), "{}", report(&output));
+}
+
+#[test]
 fn a_host_an_environment_sets_is_blamed_where_it_is_set() {
     // helpdesk (first) takes sales-bot's default host in prod: the error is at the line that
     // set it, not at sales-bot, which sets no host.

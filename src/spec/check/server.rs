@@ -39,7 +39,7 @@ impl Servers<'_> {
         };
         let domain = self.clusters.get(tenant.spec.cluster.as_str()).map(|c| c.spec.ingress.domain.as_str()).unwrap_or_default();
         let host = if server.spec.host.is_empty() { format!("{name}.{}.{domain}", tenant.name()) } else { server.spec.host.clone() };
-        jobs(server, tenant, &mut after);
+        jobs(server, tenant, self.files, &mut after);
         environment(server, &tenant.spec, &mut after);
         super::confz::check_confz(server, self.files, &mut after);
         let sources: Vec<(String, &SecretSource)> = spec.secret_data.iter().map(|(k, v)| (format!("spec.secretData.{k}"), v)).collect();
@@ -76,7 +76,7 @@ pub(super) fn claim_host<'a>(
 }
 
 /// A job asked for whose component the tenant has off is not rendered: a warning.
-fn jobs(server: &Object<ServerSpec>, tenant: &Object<TenantSpec>, out: &mut Vec<Diagnostic>) {
+fn jobs(server: &Object<ServerSpec>, tenant: &Object<TenantSpec>, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
     let (jobs, components) = (&server.spec.jobs, &tenant.spec);
     let jobs = [
         ("spec.jobs.dbInit", jobs.db_init, components.postgresql.enabled, "postgresql"),
@@ -85,9 +85,14 @@ fn jobs(server: &Object<ServerSpec>, tenant: &Object<TenantSpec>, out: &mut Vec<
     ];
     for (path, wanted, available, component) in jobs {
         if wanted && !available {
-            out.push(
-                server.warning_at(path, format!("tenant `{}` has `{component}` disabled, so this job is not rendered", tenant.name())),
-            );
+            // NB: where the tenant turns it off, when it says so (its spec, an overlay, one
+            // cluster's environment); a component off by default is set nowhere.
+            let field = format!("spec.{component}.enabled");
+            let set = tenant.tree.get("spec").and_then(|s| s.get(component)).and_then(|c| c.get("enabled")).is_some();
+            let at = set.then(|| tenant.locate(&field)).map(|at| format!(" at {}:{}:{}", files.name(at.file), at.line, at.column));
+            let message =
+                format!("tenant `{}` has `{component}` disabled{}, so this job is not rendered", tenant.name(), at.unwrap_or_default());
+            out.push(server.warning_at(path, message));
         }
     }
 }
