@@ -119,7 +119,7 @@ fn explain(args: &ValidateArgs, spec: &Spec, bundle: &Bundle, stdout: &mut dyn W
             writeln!(stdout, "{} {field} = {}", explanation.object, explanation.value)?;
             for (index, step) in explanation.steps.iter().enumerate() {
                 let wins = if index + 1 == explanation.steps.len() { "  (wins)" } else { "" };
-                let at = step.origin.map(|o| format!(" at {}:{}:{}", bundle.name(o.file), o.line, o.column)).unwrap_or_default();
+                let at = step.origin.map(|o| format!(" at {}", bundle.place(o))).unwrap_or_default();
                 writeln!(stdout, "  {}{at}: {}{wins}", step.label, step.value)?;
             }
         }

@@ -166,6 +166,10 @@ pub trait FileTable: Sync {
     fn name(&self, index: usize) -> &str;
     /// Text of file `index`.
     fn text(&self, index: usize) -> &str;
+    /// `file:line:col` of `origin`, as messages cite a place.
+    fn place(&self, origin: Origin) -> String {
+        format!("{}:{}:{}", self.name(origin.file), origin.line, origin.column)
+    }
 }
 
 /// Says every cause once: a diagnostic whose [`Diagnostic::cause`] an earlier one already
@@ -240,14 +244,7 @@ pub fn render(diagnostics: &[Diagnostic], files: &dyn FileTable) -> String {
             let _ = writeln!(out, "{pad} | {caret_at}^");
         }
         for place in diagnostic.also.iter().take(ALSO_SHOWN) {
-            let _ = writeln!(
-                out,
-                "  = also at {}:{}:{}: {}",
-                files.name(place.origin.file),
-                place.origin.line,
-                place.origin.column,
-                place.path
-            );
+            let _ = writeln!(out, "  = also at {}: {}", files.place(place.origin), place.path);
         }
         if diagnostic.also.len() > ALSO_SHOWN {
             let _ = writeln!(out, "  = and {} more places", diagnostic.also.len() - ALSO_SHOWN);

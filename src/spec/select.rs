@@ -42,14 +42,8 @@ fn unknown_cluster(spec: &Spec, files: &dyn FileTable, unknown: &str) -> Unknown
         return UnknownCluster(message);
     }
     message.push_str("; they define ");
-    let defined: Vec<String> = spec
-        .clusters
-        .iter()
-        .map(|c| {
-            let at = c.locate("metadata.name");
-            format!("`{}` ({}:{}:{})", c.name(), files.name(at.file), at.line, at.column)
-        })
-        .collect();
+    let defined: Vec<String> =
+        spec.clusters.iter().map(|c| format!("`{}` ({})", c.name(), files.place(c.locate("metadata.name")))).collect();
     message.push_str(&defined.join(", "));
     if let Some(close) = did_you_mean(unknown, spec.clusters.iter().map(|c| c.name())) {
         let _ = write!(message, "; did you mean `{close}`?");

@@ -63,15 +63,16 @@ pub fn check(spec: &Spec, known: &BTreeMap<Kind, BTreeSet<String>>, files: &dyn 
     for part in &parts {
         let mut one = Vec::new();
         check_part(part, known_clusters, known_tenants, files, &mut one);
+        let cluster = cluster_of(part);
         for diagnostic in one {
             match seen.get(&diagnostic) {
                 // NB: one cluster can give the same diagnostic twice (two objects under one
                 // overlay line): it is named once.
-                Some(&index) if found[index].1.last() == Some(&cluster_of(part)) => {}
-                Some(&index) => found[index].1.push(cluster_of(part)),
+                Some(&index) if found[index].1.last() == Some(&cluster) => {}
+                Some(&index) => found[index].1.push(cluster),
                 None => {
                     seen.insert(diagnostic.clone(), found.len());
-                    found.push((diagnostic, vec![cluster_of(part)]));
+                    found.push((diagnostic, vec![cluster]));
                 }
             }
         }
@@ -190,10 +191,12 @@ fn duplicates<S>(objects: &[Object<S>], kind: &str, files: &dyn FileTable, out: 
             let at = first.locate("metadata.name");
             let within =
                 if object.cluster.is_empty() || kind == "TFRCluster" { String::new() } else { format!(" in cluster `{}`", object.cluster) };
-            out.push(object.error_at(
-                "metadata.name",
-                format!("duplicate {kind} `{}`{within}, first defined at {}:{}:{}", object.name(), files.name(at.file), at.line, at.column),
-            ));
+            out.push(
+                object.error_at(
+                    "metadata.name",
+                    format!("duplicate {kind} `{}`{within}, first defined at {}", object.name(), files.place(at)),
+                ),
+            );
         } else {
             seen.insert((object.cluster.as_str(), object.name()), object);
         }

@@ -52,17 +52,10 @@ pub(super) fn check_namespaces(
             Some(first) => {
                 // NB: where the first tenant's namespace comes from (its name, its spec, an
                 // environment of one cluster) is said too: it may be the one to change.
-                let at = first.locate(namespace_field(first));
-                out.push(tenant.error_at(
-                    field,
-                    format!(
-                        "namespace `{namespace}` is already used by TFRTenant `{}`, set at {}:{}:{}",
-                        first.name(),
-                        files.name(at.file),
-                        at.line,
-                        at.column
-                    ),
-                ));
+                let at = files.place(first.locate(namespace_field(first)));
+                out.push(
+                    tenant.error_at(field, format!("namespace `{namespace}` is already used by TFRTenant `{}`, set at {at}", first.name())),
+                );
             }
         }
     }
@@ -118,20 +111,17 @@ fn shared_middleware(
     for ((component, mine), (_, theirs)) in shared_settings(&tenant.spec).iter().zip(shared_settings(&first.spec).iter()) {
         if let Some(suffix) = first_difference(theirs, mine, "") {
             let path = format!("spec.{component}{suffix}");
-            let at = first.locate(&path);
+            let at = files.place(first.locate(&path));
             out.push(
                 tenant
                     .error_at(
                         &path,
                         format!(
-                            "personal tenants `{}` and `{}` share namespace `{namespace}`{} but ask for different `{component}` settings (`{}` sets it at {}:{}:{})",
+                            "personal tenants `{}` and `{}` share namespace `{namespace}`{} but ask for different `{component}` settings (`{}` sets it at {at})",
                             first.name(),
                             tenant.name(),
                             if tenant.cluster.is_empty() { String::new() } else { format!(" in cluster `{}`", tenant.cluster) },
                             first.name(),
-                            files.name(at.file),
-                            at.line,
-                            at.column
                         ),
                     )
                     .with_help("the middleware of a personal namespace is rendered once: give both tenants the same settings"),

@@ -89,7 +89,7 @@ fn jobs(server: &Object<ServerSpec>, tenant: &Object<TenantSpec>, files: &dyn Fi
             // cluster's environment); a component off by default is set nowhere.
             let field = format!("spec.{component}.enabled");
             let set = tenant.tree.get("spec").and_then(|s| s.get(component)).and_then(|c| c.get("enabled")).is_some();
-            let at = set.then(|| tenant.locate(&field)).map(|at| format!(" at {}:{}:{}", files.name(at.file), at.line, at.column));
+            let at = set.then(|| format!(" at {}", files.place(tenant.locate(&field))));
             let message =
                 format!("tenant `{}` has `{component}` disabled{}, so this job is not rendered", tenant.name(), at.unwrap_or_default());
             out.push(server.warning_at(path, message));

@@ -213,8 +213,7 @@ fn conflicts(layers: &[Layer], label: &str, files: &dyn FileTable, out: &mut Vec
                 nested || (*other == path && value.to_json() != node.to_json())
             });
             if let Some((other, first, by)) = clash {
-                let at = first.origin;
-                let at = format!("{}:{}:{}", files.name(at.file), at.line, at.column);
+                let at = files.place(first.origin);
                 // NB: two documents of one environment for the same object are a clash too.
                 let (who, help) = if *by == layer.label {
                     (format!("two documents of {by} (the other at {at})"), "merge the environment's documents for this object into one")
