@@ -7,7 +7,7 @@
 mod de;
 mod pieces;
 
-pub use de::{Error as TypedError, from_node};
+pub use de::from_node;
 use granit_parser::{Event, Parser, ScalarStyle};
 use pieces::pieces;
 use std::collections::HashMap;

@@ -329,8 +329,7 @@ pub(super) fn cluster_tree<'a>(
         // NB: every path is checked, those of a directory taken whole too; a directory's names
         // once for all its files (they come in order), the file's own name each time.
         let (parent, name) = relative.rsplit_once('/').unwrap_or(("", relative));
-        let parent_bad = checked_dir != Some(parent) && !parent.is_empty() && parent.split('/').any(|n| !usable_name(n.as_bytes()));
-        if parent_bad || !usable_name(name.as_bytes()) {
+        if checked_dir != Some(parent) || !usable_name(name.as_bytes()) {
             check_path(relative)?;
         }
         checked_dir = Some(parent);

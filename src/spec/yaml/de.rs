@@ -7,7 +7,7 @@
 //! in source order, an enum as a string (a unit variant) or a map of one key (a variant with
 //! content).
 
-use super::{Node, Value};
+use super::{Key, Node, Value};
 use serde::de::value::{MapAccessDeserializer, MapDeserializer, SeqDeserializer};
 use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 
@@ -56,7 +56,7 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
                 Ok(value)
             }
             Value::Map(entries) => {
-                let mut entries = MapDeserializer::new(entries.iter().map(|(key, node)| (key.name.as_str(), NodeDeserializer(node))));
+                let mut entries = map_of(entries);
                 let value = visitor.visit_map(&mut entries)?;
                 entries.end()?;
                 Ok(value)
@@ -84,10 +84,7 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
     ) -> Result<V::Value, Error> {
         match &self.0.value {
             Value::Str(s) => visitor.visit_enum(s.as_str().into_deserializer()),
-            Value::Map(entries) if entries.len() == 1 => {
-                let entries = MapDeserializer::new(entries.iter().map(|(key, node)| (key.name.as_str(), NodeDeserializer(node))));
-                visitor.visit_enum(MapAccessDeserializer::new(entries))
-            }
+            Value::Map(entries) if entries.len() == 1 => visitor.visit_enum(MapAccessDeserializer::new(map_of(entries))),
             _ => Err(de::Error::invalid_type(self.unexpected(), &"a string or a map of one key")),
         }
     }
@@ -96,6 +93,11 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
         unit_struct seq tuple tuple_struct map struct identifier ignored_any
     }
+}
+
+/// A map node's entries as serde reads a map: each key's text with its node.
+fn map_of<'a, 'de>(entries: &'a [(Key, Node)]) -> MapDeserializer<'de, impl Iterator<Item = (&'a str, NodeDeserializer<'a>)>, Error> {
+    MapDeserializer::new(entries.iter().map(|(key, node)| (key.name.as_str(), NodeDeserializer(node))))
 }
 
 impl NodeDeserializer<'_> {
