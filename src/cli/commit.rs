@@ -87,7 +87,7 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
 fn committed_id(ids: &[ClusterIds], path: &str) -> Option<crate::object::ContentId> {
     let files = &ids.iter().find(|ids| path.strip_prefix(ids.dir.as_str()).is_some_and(|rest| rest.starts_with('/')))?.files;
     let at = files.binary_search_by(|(file, _)| file.as_str().cmp(path)).ok()?;
-    Some(crate::object::ContentId(files[at].1.as_bytes().try_into().ok()?))
+    crate::git::pack::content_id(files[at].1)
 }
 
 /// The selected specs and the repository (and whether it was given as a URL), or `None` after

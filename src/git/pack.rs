@@ -58,6 +58,12 @@ pub fn usable_name(name: &[u8]) -> bool {
     !matches!(name, b"" | b"." | b"..") && !name.eq_ignore_ascii_case(b".git") && !name.contains(&b'/') && !name.contains(&0)
 }
 
+/// The content id of a blob of id `id`: the same 20 bytes (a content id is a blob id).
+#[must_use]
+pub fn content_id(id: Oid) -> Option<crate::object::ContentId> {
+    Some(crate::object::ContentId(id.as_bytes().try_into().ok()?))
+}
+
 /// The id git gives an object of `kind` holding `data`: SHA-1 over `<kind> <size>\0` and
 /// `data`, as `Oid::hash_object` computes it (with the CPU's SHA instructions where it has them,
 /// several times faster than libgit2's collision-detecting SHA-1 on a whole tree's blobs).

@@ -144,7 +144,7 @@ fn parse_id_line(line: &str) -> Option<(char, String, Oid)> {
 /// content id), so they are read once, for both.
 impl crate::render::memo::Contents for KnownIds {
     fn content_id(&self, path: &str) -> Option<crate::object::ContentId> {
-        self.ids.get(path).and_then(|oid| Some(crate::object::ContentId(oid.as_bytes().try_into().ok()?)))
+        self.ids.get(path).and_then(|oid| crate::git::pack::content_id(*oid))
     }
 }
 
