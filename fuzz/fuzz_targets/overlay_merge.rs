@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let (lower, upper) = text.split_once("\n%%\n").unwrap_or((text, ""));
     let (Ok(lower), Ok(upper)) = (parse(0, lower), parse(1, upper)) else { return };
     for (a, b) in lower.iter().zip(upper.iter()) {
-        let merged = merge(a, b);
+        let merged = merge(a.clone(), b);
         let _ = merged.to_json();
     }
 });
