@@ -211,18 +211,63 @@ impl Staged {
         Ok(std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&temporary)?))
     }
 
-    /// Puts every staged file in place (each by a rename: a reader sees the old memo or the new
-    /// one), and removes the memos of other output directories not written for 30 days.
+    /// Puts every staged file in place, and removes the memos of other output directories not
+    /// written for 30 days. A reader sees the old memo, the new one, or (between the two renames
+    /// of a file) none, which costs it time, never correctness.
     pub(crate) fn commit(mut self) -> std::io::Result<()> {
+        let mut dirs = Vec::new();
         for (temporary, file) in std::mem::take(&mut self.files) {
+            // NB: the file it replaces is renamed aside, not renamed over: on ext4, renaming over
+            // a file frees its blocks and starts writing the new one out before the rename
+            // returns (about 10 ms for each of a large cluster's memo files). What is put aside
+            // is removed by the next run, in the background ([`sweep`]).
+            let aside = aside(&file);
+            let moved = std::fs::rename(&file, &aside).is_ok();
             std::fs::rename(&temporary, &file).inspect_err(|_| {
                 let _ = std::fs::remove_file(&temporary);
+                if moved {
+                    let _ = std::fs::rename(&aside, &file);
+                }
             })?;
-            if let Some(memos) = file.parent().and_then(Path::parent) {
-                prune(memos, file.parent());
+            if let Some(dir) = file.parent()
+                && !dirs.iter().any(|d: &PathBuf| d == dir)
+            {
+                dirs.push(dir.to_path_buf());
+            }
+        }
+        for dir in &dirs {
+            if let Some(memos) = dir.parent() {
+                prune(memos, Some(dir));
             }
         }
         Ok(())
+    }
+}
+
+/// Where [`Staged::commit`] puts the memo file `file` it replaces: a hidden name of this process.
+fn aside(file: &Path) -> PathBuf {
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    file.with_file_name(format!(".{name}.{}{ASIDE}", std::process::id()))
+}
+
+/// The end of the name of a memo file put aside.
+const ASIDE: &str = ".aside";
+
+/// Removes the memo files earlier runs put aside in memo directory `dir`, on a thread of its
+/// own (freeing a large file waits on the file system). Best effort: what is not removed before
+/// the process ends is removed by a later run.
+pub(crate) fn sweep(dir: &Path) {
+    let dir = dir.to_path_buf();
+    std::thread::spawn(move || remove_aside(&dir));
+}
+
+/// Removes the memo files put aside in `dir`.
+fn remove_aside(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        if entry.file_name().to_str().is_some_and(|name| name.starts_with('.') && name.ends_with(ASIDE)) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -302,6 +347,31 @@ mod tests {
         assert!(read_entries::<Vec<String>>(&path).is_none());
         std::fs::write(&path, "{}").expect("old form");
         assert!(read_entries::<Vec<String>>(&path).is_none());
+    }
+
+    #[test]
+    fn a_replaced_memo_file_is_put_aside_and_swept_later() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let records = |saved| Records { saved, ..Records::default() };
+        let names = |dir: &Path| {
+            let mut names: Vec<String> =
+                std::fs::read_dir(dir).expect("list").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+            names.sort();
+            names
+        };
+        for saved in [1, 2] {
+            let mut staged = Staged::default();
+            staged.add(dir.path(), "c", None, &records(saved), None).expect("staged");
+            staged.commit().expect("in place");
+        }
+        assert_eq!(load_records(dir.path(), "c"), records(2), "the new memo is in place");
+        let aside = format!(".c.files.{}{ASIDE}", std::process::id());
+        assert_eq!(names(dir.path()), vec![aside.clone(), "c.files".to_owned()], "the old one is put aside");
+        assert_eq!(Records::parse(&std::fs::read_to_string(dir.path().join(&aside)).expect("aside")), records(1));
+        // Another memo file named like a temporary is not swept.
+        std::fs::write(dir.path().join(".c.json.12"), "").expect("temporary");
+        remove_aside(dir.path());
+        assert_eq!(names(dir.path()), vec![".c.json.12".to_owned(), "c.files".to_owned()]);
     }
 
     #[test]
