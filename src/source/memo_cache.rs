@@ -244,6 +244,13 @@ impl Staged {
     }
 }
 
+/// [`path`] of `out`, with what earlier runs put aside there being removed ([`sweep`]).
+pub(crate) fn open(out: &Path) -> Option<PathBuf> {
+    let dir = path(out)?;
+    sweep(&dir);
+    Some(dir)
+}
+
 /// Where [`Staged::commit`] puts the memo file `file` it replaces: a hidden name of this process.
 fn aside(file: &Path) -> PathBuf {
     let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -256,7 +263,7 @@ const ASIDE: &str = ".aside";
 /// Removes the memo files earlier runs put aside in memo directory `dir`, on a thread of its
 /// own (freeing a large file waits on the file system). Best effort: what is not removed before
 /// the process ends is removed by a later run.
-pub(crate) fn sweep(dir: &Path) {
+fn sweep(dir: &Path) {
     let dir = dir.to_path_buf();
     std::thread::spawn(move || remove_aside(&dir));
 }
