@@ -199,7 +199,7 @@ impl Sum {
         self.reused += held.units;
         self.units += held.units;
         self.unchanged += 1;
-        if !staged || current.trusted == current.len() {
+        if !staged || (current.trusted == current.len() && current.dirs_all_trusted()) {
             return;
         }
         let mut records = current.records();
@@ -305,7 +305,7 @@ fn read_current(
     with_jobs: bool,
 ) -> anyhow::Result<(Current, Option<Saved>)> {
     let dir = layout::cluster_dir(name);
-    let read = || Current::read_below(context.out, &dir, records, &|_| false);
+    let read = || Current::read_below(context.out, &dir, records);
     match context.memos {
         Some(memos) if with_jobs => {
             let (current, saved) = rayon::join(read, || load_memo(memos, name));

@@ -30,6 +30,9 @@ pub struct Records {
     pub saved: u64,
     /// Per path relative to the output directory.
     pub files: BTreeMap<String, Record>,
+    /// The stat of each directory whose entries were listed, per path relative to the output
+    /// directory (see `tree::listing`).
+    pub dirs: BTreeMap<String, Stat>,
 }
 
 /// One file's record.
@@ -42,12 +45,13 @@ pub struct Record {
 }
 
 /// The first line of the records' text.
-const HEADER: &str = "tfrs file records v1";
+const HEADER: &str = "tfrs file records v2";
 
 impl Records {
     /// The records as text: a header line with the time they were saved, then one line per
-    /// file, `<content id> <size> <mtime> <inode> <path>` (a line-based form: 60,000 records
-    /// are written and read back in a few milliseconds).
+    /// file, `<content id> <size> <mtime> <inode> <path>`, then one per directory,
+    /// `- <size> <ctime> <inode> <path>` (a line-based form: 60,000 records are written and
+    /// read back in a few milliseconds).
     #[must_use]
     pub fn to_text(&self) -> String {
         let mut text = Vec::with_capacity(64 + self.files.len() * 160);
@@ -65,7 +69,16 @@ impl Records {
         for (path, Record { stat, content }) in &self.files {
             writeln!(out, "{content} {} {} {} {path}", stat.size, stat.mtime, stat.ino)?;
         }
+        for (path, stat) in &self.dirs {
+            writeln!(out, "- {} {} {} {path}", stat.size, stat.mtime, stat.ino)?;
+        }
         Ok(())
+    }
+
+    /// What a listing may trust of these records: a directory changed within the racy window
+    /// before they were saved is read.
+    pub(crate) fn recorded(&self) -> super::listing::Recorded<'_, Record> {
+        super::listing::Recorded { dirs: &self.dirs, files: &self.files, changed_by: self.saved.saturating_sub(RACY) }
     }
 
     /// Reads [`Records::to_text`] back; anything else (another format, a damaged line) is no
@@ -80,23 +93,37 @@ impl Records {
         let saved = header.strip_prefix(HEADER)?.trim().parse().ok()?;
         // NB: parsed in pieces in parallel, then collected, not inserted one by one: the lines
         // are in order, and a map built from sorted pairs costs no search per path.
-        let pieces: Vec<Option<Vec<(String, Record)>>> =
+        let pieces: Vec<Option<Vec<Line>>> =
             line_pieces(rest, 1 << 18).into_par_iter().map(|piece| piece.lines().map(parse_record).collect()).collect();
-        let mut files = Vec::new();
-        for piece in pieces {
-            files.extend(piece?);
+        let (mut files, mut dirs) = (Vec::new(), Vec::new());
+        for line in pieces.into_iter().collect::<Option<Vec<_>>>()?.into_iter().flatten() {
+            match line {
+                Line::File(path, record) => files.push((path, record)),
+                Line::Dir(path, stat) => dirs.push((path, stat)),
+            }
         }
-        Some(Records { saved, files: files.into_iter().collect() })
+        Some(Records { saved, files: files.into_iter().collect(), dirs: dirs.into_iter().collect() })
     }
 }
 
-/// One record's line, `<content id> <size> <mtime> <inode> <path>`.
-fn parse_record(line: &str) -> Option<(String, Record)> {
+/// One line of the records.
+enum Line {
+    File(String, Record),
+    Dir(String, Stat),
+}
+
+/// One record's line, `<content id> <size> <mtime> <inode> <path>`, or a directory's,
+/// `- <size> <ctime> <inode> <path>`.
+fn parse_record(line: &str) -> Option<Line> {
     let mut fields = line.splitn(5, ' ');
-    let content = ContentId::from_hex(fields.next()?)?;
+    let content = fields.next()?;
     let mut number = || fields.next()?.parse::<u64>().ok();
     let stat = Stat { size: number()?, mtime: number()?, ino: number()? };
-    Some((fields.next()?.to_owned(), Record { stat, content }))
+    let path = fields.next()?.to_owned();
+    if content == "-" {
+        return Some(Line::Dir(path, stat));
+    }
+    Some(Line::File(path, Record { stat, content: ContentId::from_hex(content)? }))
 }
 
 /// `text` cut into pieces of whole lines, each of about `size` bytes or less.
@@ -123,8 +150,12 @@ pub struct Current {
     root: PathBuf,
     files: BTreeMap<String, (Stat, ContentId)>,
     read: HashMap<String, Vec<u8>>,
+    /// The directories listed, with their stats, in order (none when listed without records).
+    dirs: Vec<(String, Stat)>,
     /// How many files were trusted by their record.
     pub trusted: usize,
+    /// How many directories were trusted by their record, not read.
+    pub trusted_dirs: usize,
 }
 
 impl Current {
@@ -140,14 +171,26 @@ impl Current {
         Current::identify(out, listed, records)
     }
 
-    /// [`Current::read`] of the files below directory `below` of `out` only (paths still
-    /// relative to `out`), but for the directories `skip` names.
+    /// [`Current::read`] of the files below directory `below` of `out` only (a relative path,
+    /// not empty; paths still relative to `out`), the directories whose stat is still the one
+    /// in `records` not read but taken from them (`tree::listing`).
     ///
     /// # Errors
     ///
     /// I/O errors.
-    pub fn read_below(out: &Path, below: &str, records: &Records, skip: &(dyn Fn(&str) -> bool + Sync)) -> anyhow::Result<Current> {
-        Current::identify(out, write::list_below(out, below, skip)?, records)
+    pub fn read_below(out: &Path, below: &str, records: &Records) -> anyhow::Result<Current> {
+        let listing = super::listing::list_below(out, below, &records.recorded())?;
+        let mut current = Current::identify(out, listing.files, records)?;
+        current.dirs = listing.dirs;
+        current.trusted_dirs = listing.trusted_dirs;
+        Ok(current)
+    }
+
+    /// Whether every directory listed was trusted by its record (then records saved now would
+    /// hold the same directories).
+    #[must_use]
+    pub fn dirs_all_trusted(&self) -> bool {
+        self.trusted_dirs == self.dirs.len()
     }
 
     /// Identifies the files `listed` (in path order: a file out of order is read).
@@ -208,7 +251,7 @@ impl Current {
     #[must_use]
     pub fn records(&self) -> Records {
         let files = self.files.iter().map(|(path, (stat, content))| (path.clone(), Record { stat: *stat, content: *content })).collect();
-        Records { saved: 0, files }
+        Records { saved: 0, files, dirs: self.dirs.iter().cloned().collect() }
     }
 
     /// The bytes of the file at `path` (read now if they were not yet); `None` when there is no
@@ -299,7 +342,7 @@ impl Current {
                 (None, _) => {}
             }
         }
-        Changes { update, staying, written }
+        Changes { update, staying, written, dirs: &self.dirs }
     }
 }
 
@@ -342,6 +385,9 @@ pub struct Changes<'a> {
     staying: Vec<(&'a str, Record)>,
     /// The content of each file of `update.changed`, in its order.
     written: Vec<ContentId>,
+    /// The directories listed, with their stats then: a directory the update writes in or
+    /// removes from has another stat once written, so the next run reads it again.
+    dirs: &'a [(String, Stat)],
 }
 
 impl Changes<'_> {
@@ -354,7 +400,7 @@ impl Changes<'_> {
         let changed = changed.map(|((path, content), stat)| (*path, Record { stat: *stat, content: *content }));
         // NB: two sorted runs, merged by the collect's sort.
         let files = self.staying.iter().copied().chain(changed).map(|(path, record)| (path.to_owned(), record)).collect();
-        Records { saved: 0, files }
+        Records { saved: 0, files, dirs: self.dirs.iter().cloned().collect() }
     }
 }
 
@@ -416,8 +462,10 @@ mod tests {
     #[test]
     fn records_read_back_what_they_write_and_nothing_from_a_damaged_text() {
         let tree = files(&[("clusters/c/a b.yaml", "a\n"), ("clusters/c/b.yaml", "b\n")]);
-        let (_temp, _out, records) = rendered(&tree);
+        let (_temp, _out, mut records) = rendered(&tree);
+        records.dirs.insert("clusters/c".to_owned(), Stat { size: 4096, mtime: 7, ino: 9 });
         assert_eq!(Records::parse(&records.to_text()), records);
+        assert!(records.to_text().ends_with("\n- 4096 7 9 clusters/c\n"), "a directory's line");
         assert!(records.to_text().contains(" clusters/c/a b.yaml\n"), "a path may hold a space");
         let damaged = records.to_text().replacen(" 2 ", " x ", 1);
         assert_eq!(Records::parse(&damaged), Records::default());

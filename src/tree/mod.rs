@@ -18,6 +18,7 @@ pub mod cause;
 pub mod current;
 pub mod diff;
 pub mod fields;
+mod listing;
 mod mask;
 pub mod plan;
 pub mod review;

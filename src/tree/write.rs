@@ -263,6 +263,25 @@ impl Stat {
         let ino = 0;
         Stat { size: meta.len(), mtime: u64::try_from(mtime).unwrap_or(u64::MAX), ino }
     }
+
+    /// The stat of the directory `meta` describes, its change time in place of the
+    /// modification time: adding, removing or renaming an entry moves both, and setting the
+    /// times back by hand moves the change time. `None` where there is no change time.
+    #[must_use]
+    pub fn of_directory(meta: &fs::Metadata) -> Option<Stat> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            let ctime =
+                u64::try_from(meta.ctime()).ok()?.checked_mul(1_000_000_000)?.checked_add(u64::try_from(meta.ctime_nsec()).ok()?)?;
+            Some(Stat { size: meta.len(), mtime: ctime, ino: meta.ino() })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            None
+        }
+    }
 }
 
 /// What writing a render does to the output directory.

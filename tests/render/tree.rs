@@ -283,6 +283,17 @@ fn files_whose_stat_is_unchanged_are_not_read_back() {
     let stdout = run();
     assert!(stdout.contains("(1 changed, 0 removed; "), "{stdout}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    // Directories are trusted by their stat too (`docs/render.md`): a file or a directory
+    // added to one is still found, and removed.
+    let server = file.parent().unwrap().parent().unwrap();
+    std::fs::write(server.join("stray.yaml"), "kind: Stray\n").unwrap();
+    std::fs::create_dir_all(server.join("stray/deeper")).unwrap();
+    std::fs::write(server.join("stray/deeper/more.yaml"), "kind: Stray\n").unwrap();
+    // NB: past the racy window, so that only the directory's stat tells it changed.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let stdout = run();
+    assert!(stdout.contains("(0 changed, 2 removed; "), "{stdout}");
+    assert!(!server.join("stray.yaml").exists() && !server.join("stray/deeper/more.yaml").exists());
 }
 
 /// Everything a server's templates see from outside its own spec, changed one at a time: each

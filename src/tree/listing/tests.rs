@@ -1,0 +1,135 @@
+use super::*;
+use crate::tree::current::{RACY, Records};
+use crate::tree::write;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+const TOP: &str = "clusters/c";
+
+fn now() -> u64 {
+    u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("time").as_nanos()).expect("nanoseconds")
+}
+
+/// A tree below `TOP` in a new output directory.
+fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let out = temp.path().join("out");
+    for file in files {
+        let path = out.join(TOP).join(file);
+        fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+        fs::write(&path, file.as_bytes()).expect("file");
+    }
+    (temp, out)
+}
+
+/// The records a render saves after listing `out` with `records`, saved long enough after the
+/// listing for every stat to be trusted; and the listing.
+fn listed(out: &Path, records: &Records) -> (Records, Listing) {
+    let listing = list(out, TOP, records).expect("listed");
+    let files: BTreeMap<String, crate::tree::current::Record> = listing
+        .files
+        .iter()
+        .map(|(path, stat)| (path.clone(), crate::tree::current::Record { stat: *stat, content: crate::object::ContentId::of(b"") }))
+        .collect();
+    let dirs = listing.dirs.iter().cloned().collect();
+    // NB: the clock tick that stamps a directory's change is coarse: let it pass before the
+    // caller changes anything, as the records' racy window does for a real render.
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    (Records { saved: now() + 2 * RACY, files, dirs }, listing)
+}
+
+/// [`list_below`] with `records`, as a render lists.
+fn list(out: &Path, below: &str, records: &Records) -> anyhow::Result<Listing> {
+    list_below(out, below, &records.recorded())
+}
+
+/// The paths the listing without records finds.
+fn walked(out: &Path) -> Vec<String> {
+    write::list_below(out, TOP, &|_| false).expect("walked").into_iter().map(|(path, _)| path).collect()
+}
+
+fn paths(listing: &Listing) -> Vec<String> {
+    listing.files.iter().map(|(path, _)| path.clone()).collect()
+}
+
+#[test]
+fn unchanged_directories_are_trusted_and_every_change_is_found() {
+    let (_temp, out) = tree(&["a.yaml", "n1/b.yaml", "n1/s/c.yaml", "n1/s/d.yaml", "n2/e.yaml", "n3/t/f.yaml"]);
+    let (records, first) = listed(&out, &Records::default());
+    assert_eq!(paths(&first), walked(&out));
+    assert_eq!(first.trusted_dirs, 0, "nothing recorded yet");
+    assert_eq!(first.dirs.len(), 6, "every directory is recorded: {:?}", first.dirs);
+    let (records, again) = listed(&out, &records);
+    assert_eq!(paths(&again), walked(&out));
+    assert_eq!(again.trusted_dirs, 6, "an unchanged tree is listed from its records");
+
+    // An edited file keeps its directory's stat: still listed, with its new stat.
+    let edited = out.join(TOP).join("n1/s/c.yaml");
+    fs::write(&edited, "edited, longer than before").expect("edit");
+    let (records, after) = listed(&out, &records);
+    let stat = after.files.iter().find(|(path, _)| path.ends_with("n1/s/c.yaml")).expect("listed").1;
+    assert_eq!(stat.size, 26);
+    // Added, removed, a file turned into a directory, a new directory, a directory removed.
+    fs::write(out.join(TOP).join("n1/s/new.yaml"), "n").expect("add");
+    fs::remove_file(out.join(TOP).join("n2/e.yaml")).expect("remove");
+    fs::remove_file(out.join(TOP).join("a.yaml")).expect("remove");
+    fs::create_dir_all(out.join(TOP).join("a.yaml/deep")).expect("dir");
+    fs::write(out.join(TOP).join("a.yaml/deep/g.yaml"), "g").expect("file");
+    fs::remove_dir_all(out.join(TOP).join("n3/t")).expect("remove dir");
+    let (records, after) = listed(&out, &records);
+    assert_eq!(paths(&after), walked(&out));
+    assert!(paths(&after).contains(&format!("{TOP}/a.yaml/deep/g.yaml")) && paths(&after).contains(&format!("{TOP}/n1/s/new.yaml")));
+    assert!(after.trusted_dirs > 0 && after.trusted_dirs < after.dirs.len(), "{} of {}", after.trusted_dirs, after.dirs.len());
+    // The new directories are recorded: the next listing trusts them all.
+    let (_, settled) = listed(&out, &records);
+    assert_eq!(paths(&settled), walked(&out));
+    assert_eq!(settled.trusted_dirs, settled.dirs.len());
+}
+
+#[test]
+fn a_directory_is_not_trusted_within_the_racy_window_or_when_its_records_are_wrong() {
+    let (_temp, out) = tree(&["n1/b.yaml", "n1/s/c.yaml"]);
+    let (mut records, _) = listed(&out, &Records::default());
+    records.saved = now();
+    let fresh = list(&out, TOP, &records).expect("listed");
+    assert_eq!(fresh.trusted_dirs, 0, "changed less than the racy window before the records were saved");
+    assert_eq!(paths(&fresh), walked(&out));
+    // Records naming a file that is not there: its directory is read after all.
+    let (mut records, _) = listed(&out, &Records::default());
+    let (_, again) = listed(&out, &records);
+    assert_eq!(again.trusted_dirs, 3);
+    let ghost =
+        crate::tree::current::Record { stat: write::Stat { size: 0, mtime: 0, ino: 0 }, content: crate::object::ContentId::of(b"") };
+    records.files.insert(format!("{TOP}/n1/s/ghost.yaml"), ghost);
+    let read = list(&out, TOP, &records).expect("listed");
+    assert_eq!(paths(&read), walked(&out));
+    assert_eq!(read.trusted_dirs, 2, "the directory with a missing file was read");
+    // Records of another tree entirely, and none at all.
+    let (_temp2, elsewhere) = tree(&["x/y.yaml"]);
+    let (foreign, _) = listed(&elsewhere, &Records::default());
+    assert_eq!(paths(&list(&out, TOP, &foreign).expect("listed")), walked(&out));
+    assert!(paths(&list(&out, "clusters/none", &records).expect("listed")).is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_directory_replaced_by_a_link_is_followed_as_without_records() {
+    let (_temp, out) = tree(&["n1/s/c.yaml", "n1/s/d/e.yaml", "n2/f.yaml"]);
+    let (records, _) = listed(&out, &Records::default());
+    // The directory moved away keeps its stats and those of what it holds; a link stands in
+    // its place.
+    let moved = out.join("moved");
+    fs::rename(out.join(TOP).join("n1/s"), &moved).expect("move");
+    std::os::unix::fs::symlink(&moved, out.join(TOP).join("n1/s")).expect("link");
+    fs::write(moved.join("d/late.yaml"), "l").expect("file");
+    let (records, listing) = listed(&out, &records);
+    assert_eq!(paths(&listing), walked(&out));
+    assert!(paths(&listing).contains(&format!("{TOP}/n1/s/d/late.yaml")));
+    let (records, again) = listed(&out, &records);
+    assert_eq!(paths(&again), walked(&out));
+    // What is behind the link changes: found again, the directory holding the link being read.
+    fs::write(moved.join("d/later.yaml"), "l").expect("file");
+    let (_, after) = listed(&out, &records);
+    assert_eq!(paths(&after), walked(&out));
+    assert!(paths(&after).contains(&format!("{TOP}/n1/s/d/later.yaml")));
+}
