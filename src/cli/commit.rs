@@ -37,7 +37,7 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let source = crate::git::provenance::source(&args.inputs);
     // The memo of the last commit to this branch, checked against the files of its tip by
     // their Git blob ids: unchanged units are neither templated nor read.
-    let memos = (!args.no_memo).then(|| memo_cache::open(&repo.path().join("tfrs-branches").join(&branch))).flatten();
+    let memos = (!args.no_memo).then(|| memo_cache::open(&repo.path().join("tfrs-branches").join(&branch), true)).flatten();
     // The tree is built once; each attempt only seals it against the branch as it then is.
     let Some(WithMemo { mut tree, memo: mut jobs, reused, known, units }) =
         build_with_memo(&spec, &bundle, &args.settings, &repo, &branch, memos.as_deref())?

@@ -36,7 +36,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let mut staging = if args.check { None } else { Some(write::Staging::begin(&out)?) };
     // The memo of the last render into this directory: none with `--no-memo`, or when it
     // cannot be read (then every component is templated and every file read).
-    let memos = (!args.no_memo).then(|| memo_cache::open(&out)).flatten();
+    let memos = (!args.no_memo).then(|| memo_cache::open(&out, !args.check)).flatten();
     let start = Sum { named: args.check.then(Default::default), ..Sum::default() };
     let context = Context { out: &out, bundle: &bundle, setup: &setup, memos: memos.as_deref() };
     let mut sum = match render_parts(&spec, &context, staging.as_mut(), start)? {

@@ -78,7 +78,7 @@ pub(crate) fn unix_now() -> i64 {
 
 /// Now, in nanoseconds since the Unix epoch (the render memo's record time).
 pub(crate) fn unix_now_nanos() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    crate::tree::current::now_nanos()
 }
 
 /// `unix_seconds` as RFC 3339 UTC with whole seconds and `Z` (SOPS `lastmodified`).

@@ -244,10 +244,13 @@ impl Staged {
     }
 }
 
-/// [`path`] of `out`, with what earlier runs put aside there being removed ([`sweep`]).
-pub(crate) fn open(out: &Path) -> Option<PathBuf> {
+/// [`path`] of `out`; when `writing` (the run saves a memo), what earlier runs put aside
+/// there is being removed ([`sweep`]).
+pub(crate) fn open(out: &Path, writing: bool) -> Option<PathBuf> {
     let dir = path(out)?;
-    sweep(&dir);
+    if writing {
+        sweep(&dir);
+    }
     Some(dir)
 }
 

@@ -46,12 +46,14 @@ pub struct Record {
 
 /// The first line of the records' text.
 const HEADER: &str = "tfrs file records v2";
+/// The start of the last line of the records' text.
+const TRAILER: &str = "end";
 
 impl Records {
     /// The records as text: a header line with the time they were saved, then one line per
     /// file, `<content id> <size> <mtime> <inode> <path>`, then one per directory,
-    /// `- <size> <ctime> <inode> <path>` (a line-based form: 60,000 records are written and
-    /// read back in a few milliseconds).
+    /// `- <size> <ctime> <inode> <path>`, then `end <files> <directories>` (a line-based form:
+    /// 60,000 records are written and read back in a few milliseconds).
     #[must_use]
     pub fn to_text(&self) -> String {
         let mut text = Vec::with_capacity(64 + self.files.len() * 160);
@@ -66,13 +68,20 @@ impl Records {
     /// `out`'s.
     pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         writeln!(out, "{HEADER} {}", self.saved)?;
-        for (path, Record { stat, content }) in &self.files {
+        // NB: a path a line cannot hold is left out: that file is read again, and the listing
+        // never trusts the directory holding it.
+        let (mut files, mut dirs) = (0, 0);
+        for (path, Record { stat, content }) in self.files.iter().filter(|(path, _)| super::listing::recordable(path)) {
             writeln!(out, "{content} {} {} {} {path}", stat.size, stat.mtime, stat.ino)?;
+            files += 1;
         }
-        for (path, stat) in &self.dirs {
+        for (path, stat) in self.dirs.iter().filter(|(path, _)| super::listing::recordable(path)) {
             writeln!(out, "- {} {} {} {path}", stat.size, stat.mtime, stat.ino)?;
+            dirs += 1;
         }
-        Ok(())
+        // NB: a text cut short (a crash before it reached the disk) is no records at all: a
+        // directory missing from them would hide what lies in it.
+        writeln!(out, "{TRAILER} {files} {dirs}")
     }
 
     /// What a listing may trust of these records: a directory changed within the racy window
@@ -91,6 +100,9 @@ impl Records {
     fn try_parse(text: &str) -> Option<Records> {
         let (header, rest) = text.split_once('\n').unwrap_or((text, ""));
         let saved = header.strip_prefix(HEADER)?.trim().parse().ok()?;
+        let (rest, trailer) = rest.strip_suffix('\n')?.rsplit_once('\n').map_or(("", rest.trim_end()), |(rest, last)| (rest, last));
+        let (files, dirs) = trailer.strip_prefix(TRAILER)?.trim().split_once(' ')?;
+        let counts: (usize, usize) = (files.parse().ok()?, dirs.parse().ok()?);
         // NB: parsed in pieces in parallel, then collected, not inserted one by one: the lines
         // are in order, and a map built from sorted pairs costs no search per path.
         let pieces: Vec<Option<Vec<Line>>> =
@@ -102,8 +114,28 @@ impl Records {
                 Line::Dir(path, stat) => dirs.push((path, stat)),
             }
         }
-        Some(Records { saved, files: files.into_iter().collect(), dirs: dirs.into_iter().collect() })
+        let records = Records { saved, files: files.into_iter().collect(), dirs: dirs.into_iter().collect() };
+        (counts == (records.files.len(), records.dirs.len())).then_some(records)
     }
+}
+
+/// Now, in nanoseconds since the Unix epoch (the records' times).
+pub(crate) fn now_nanos() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// `stat`, listed at `listed_at`, as a record: unchanged when it changed at least [`RACY`]
+/// before that, else with a size no file has, so that the next run does not trust it. A change
+/// within the clock tick of the one it shows could hide behind it: the records' own racy
+/// window (from when they are saved, after the render) would not see that when the render took
+/// longer than the window. The render's own files are written and stat'ed at its end.
+fn settled(stat: Stat, listed_at: u64) -> Stat {
+    if stat.mtime.saturating_add(RACY) <= listed_at { stat } else { Stat { size: u64::MAX, ..stat } }
+}
+
+/// The directories `dirs`, listed at `listed_at`, as records ([`settled`]).
+fn settled_dirs(dirs: &[(String, Stat)], listed_at: u64) -> BTreeMap<String, Stat> {
+    dirs.iter().map(|(path, stat)| (path.clone(), settled(*stat, listed_at))).collect()
 }
 
 /// One line of the records.
@@ -156,6 +188,8 @@ pub struct Current {
     pub trusted: usize,
     /// How many directories were trusted by their record, not read.
     pub trusted_dirs: usize,
+    /// When the listing started, nanoseconds since the Unix epoch.
+    listed_at: u64,
 }
 
 impl Current {
@@ -166,9 +200,10 @@ impl Current {
     ///
     /// I/O errors.
     pub fn read(out: &Path, records: &Records, keep: &dyn Fn(&str) -> bool) -> anyhow::Result<Current> {
+        let listed_at = now_nanos();
         let mut listed = write::list(out)?;
         listed.retain(|(path, _)| keep(path));
-        Current::identify(out, listed, records)
+        Ok(Current { listed_at, ..Current::identify(out, listed, records)? })
     }
 
     /// [`Current::read`] of the files below directory `below` of `out` only (a relative path,
@@ -179,11 +214,10 @@ impl Current {
     ///
     /// I/O errors.
     pub fn read_below(out: &Path, below: &str, records: &Records) -> anyhow::Result<Current> {
+        let listed_at = now_nanos();
         let listing = super::listing::list_below(out, below, &records.recorded())?;
-        let mut current = Current::identify(out, listing.files, records)?;
-        current.dirs = listing.dirs;
-        current.trusted_dirs = listing.trusted_dirs;
-        Ok(current)
+        let current = Current::identify(out, listing.files, records)?;
+        Ok(Current { dirs: listing.dirs, trusted_dirs: listing.trusted_dirs, listed_at, ..current })
     }
 
     /// Whether every directory listed was trusted by its record (then records saved now would
@@ -247,11 +281,14 @@ impl Current {
                 .all(|((path, (_, content)), (recorded, record))| path == recorded && *content == record.content)
     }
 
-    /// Records of these files as they are now (`saved` left at zero, for the caller to set).
+    /// Records of these files as they are now (`saved` left at zero, for the caller to set),
+    /// what changed just before the listing marked untrusted ([`settled`]).
     #[must_use]
     pub fn records(&self) -> Records {
-        let files = self.files.iter().map(|(path, (stat, content))| (path.clone(), Record { stat: *stat, content: *content })).collect();
-        Records { saved: 0, files, dirs: self.dirs.iter().cloned().collect() }
+        let record = |(path, (stat, content)): (&String, &(Stat, ContentId))| {
+            (path.clone(), Record { stat: settled(*stat, self.listed_at), content: *content })
+        };
+        Records { saved: 0, files: self.files.iter().map(record).collect(), dirs: settled_dirs(&self.dirs, self.listed_at) }
     }
 
     /// The bytes of the file at `path` (read now if they were not yet); `None` when there is no
@@ -342,7 +379,7 @@ impl Current {
                 (None, _) => {}
             }
         }
-        Changes { update, staying, written, dirs: &self.dirs }
+        Changes { update, staying, written, dirs: &self.dirs, listed_at: self.listed_at }
     }
 }
 
@@ -388,19 +425,24 @@ pub struct Changes<'a> {
     /// The directories listed, with their stats then: a directory the update writes in or
     /// removes from has another stat once written, so the next run reads it again.
     dirs: &'a [(String, Stat)],
+    /// When the listing started.
+    listed_at: u64,
 }
 
 impl Changes<'_> {
     /// The records of this part of the tree once written: the files that stay keep their
     /// current stat, the changed ones take `written` (their stats, in the order of
-    /// `update.changed`, as [`write::Staging::add`] returns them).
+    /// `update.changed`, as [`write::Staging::add`] returns them); `saved` is left at zero,
+    /// for the caller to set. What the listing found changed just before it is marked
+    /// untrusted ([`settled`]).
     #[must_use]
     pub fn records(&self, written: &[Stat]) -> Records {
         let changed = self.update.changed.iter().zip(&self.written).zip(written);
         let changed = changed.map(|((path, content), stat)| (*path, Record { stat: *stat, content: *content }));
+        let staying = self.staying.iter().map(|(path, record)| (*path, Record { stat: settled(record.stat, self.listed_at), ..*record }));
         // NB: two sorted runs, merged by the collect's sort.
-        let files = self.staying.iter().copied().chain(changed).map(|(path, record)| (path.to_owned(), record)).collect();
-        Records { saved: 0, files, dirs: self.dirs.iter().cloned().collect() }
+        let files = staying.chain(changed).map(|(path, record)| (path.to_owned(), record)).collect();
+        Records { saved: 0, files, dirs: settled_dirs(self.dirs, self.listed_at) }
     }
 }
 
@@ -455,8 +497,17 @@ mod tests {
         assert_eq!(current.content_id("clusters/c/a.yaml"), Some(ContentId::of(b"a: 2\n")));
 
         // Records saved right after the write are racy: nothing is trusted.
-        let racy = Records { saved: records.files.values().map(|r| r.stat.mtime).max().unwrap() + 1, ..records };
+        let racy = Records { saved: records.files.values().map(|r| r.stat.mtime).max().unwrap() + 1, ..records.clone() };
         assert_eq!(Current::read(&out, &racy, &|_| true).unwrap().trusted, 0);
+
+        // A file listed right after it changed is recorded untrusted, however late the records
+        // are saved: a change in the same clock tick, after the listing, would keep its stat.
+        let mut again = current.records();
+        again.saved = now() + 2 * RACY;
+        assert!(again.files.values().all(|record| record.stat.size == u64::MAX), "written less than 2 s before the listing");
+        assert_eq!(Current::read(&out, &again, &|_| true).unwrap().trusted, 0);
+        let settled = Current { listed_at: now() + 2 * RACY, ..current }.records();
+        assert_eq!(Current::read(&out, &Records { saved: now() + 2 * RACY, ..settled }, &|_| true).unwrap().trusted, 2);
     }
 
     #[test]
@@ -465,7 +516,12 @@ mod tests {
         let (_temp, _out, mut records) = rendered(&tree);
         records.dirs.insert("clusters/c".to_owned(), Stat { size: 4096, mtime: 7, ino: 9 });
         assert_eq!(Records::parse(&records.to_text()), records);
-        assert!(records.to_text().ends_with("\n- 4096 7 9 clusters/c\n"), "a directory's line");
+        assert!(records.to_text().ends_with("\n- 4096 7 9 clusters/c\nend 2 1\n"), "a directory's line, then the counts");
+        // Cut short, even at a line's end: none.
+        let text = records.to_text();
+        let cut = &text[..text.rfind("- 4096").unwrap()];
+        assert_eq!(Records::parse(cut), Records::default());
+        assert_eq!(Records::parse(&text.replace("end 2 1", "end 3 1")), Records::default());
         assert!(records.to_text().contains(" clusters/c/a b.yaml\n"), "a path may hold a space");
         let damaged = records.to_text().replacen(" 2 ", " x ", 1);
         assert_eq!(Records::parse(&damaged), Records::default());
@@ -492,7 +548,9 @@ mod tests {
             ("clusters/d/x.yaml", "x\n"),
         ]);
         let (_temp, out, records) = rendered(&tree);
-        let current = Current::read(&out, &records, &|_| true).unwrap();
+        // NB: listed as if well after the writes (as the records are saved), so that nothing
+        // listed is racy.
+        let current = Current { listed_at: now() + 2 * RACY, ..Current::read(&out, &records, &|_| true).unwrap() };
         let new = files(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/new.yaml", "n\n")]);
         let kept: Kept = [("clusters/c/b.yaml".to_owned(), ContentId::of(b"b\n"))].into_iter().collect();
         let changes = current.changes(&new, &kept, &|_| true, &|path| path.starts_with("clusters/d/"));

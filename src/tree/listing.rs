@@ -16,7 +16,7 @@ use super::write::Stat;
 use anyhow::Context as _;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
 
@@ -66,21 +66,29 @@ pub(crate) fn list_below<V>(out: &Path, below: &str, records: &Recorded<'_, V>) 
         .take_while(|(path, _)| *path == below || under(path))
         .collect();
     let found = find_recorded(out, &recorded, records.changed_by);
+    let files: Vec<&str> = records.files.range(prefix.clone()..).map(|(path, _)| path.as_str()).take_while(|path| under(path)).collect();
+    // NB: a recorded file whose directory is not recorded (records damaged or cut short) has
+    // the nearest recorded directory above it read: that directory may be trusted, and would
+    // not name it.
+    let mut demoted: HashSet<&str> =
+        files.iter().map(|path| parent(path)).filter(|dir| !found.contains_key(dir)).filter_map(|dir| nearest(&found, dir)).collect();
+    let trusted = |dir: &str| matches!(found.get(dir), Some(Found::Trusted(_)));
     // The recorded files of trusted directories: stat'ed, never read.
-    let in_trusted = |path: &&str| path.rsplit_once('/').is_some_and(|(dir, _)| matches!(found.get(dir), Some(Found::Trusted(_))));
-    let kept: Vec<&str> =
-        records.files.range(prefix.clone()..).map(|(path, _)| path.as_str()).take_while(|path| under(path)).filter(in_trusted).collect();
+    let kept: Vec<&str> = files.iter().copied().filter(|path| trusted(parent(path)) && !demoted.contains(parent(path))).collect();
     let stated: Vec<(&str, Option<Stat>)> = kept.par_iter().map(|path| (*path, regular_file(&out.join(path)))).collect();
     // NB: a trusted directory one of whose files is gone or is not a file any more (changed
     // within a clock tick) is read after all.
-    let mut demoted: Vec<&str> =
-        stated.iter().filter(|(_, stat)| stat.is_none()).filter_map(|(path, _)| path.rsplit_once('/').map(|(dir, _)| dir)).collect();
-    demoted.dedup();
+    demoted.extend(stated.iter().filter(|(_, stat)| stat.is_none()).map(|(path, _)| parent(path)));
     let mut to_read: Vec<(String, Option<Stat>)> = Vec::new();
+    let mut listing = Listing::default();
     for (dir, _) in &recorded {
         match found.get(dir) {
             Some(Found::Read(stat)) => to_read.push(((*dir).to_owned(), Some(*stat))),
             Some(Found::Trusted(_)) if demoted.contains(dir) => to_read.push(((*dir).to_owned(), None)),
+            Some(Found::Trusted(stat)) => {
+                listing.dirs.push(((*dir).to_owned(), *stat));
+                listing.trusted_dirs += 1;
+            }
             _ => {}
         }
     }
@@ -90,21 +98,10 @@ pub(crate) fn list_below<V>(out: &Path, below: &str, records: &Recorded<'_, V>) 
         to_read.push((below.to_owned(), None));
     }
     let skip = |dir: &str| matches!(found.get(dir), Some(Found::Trusted(_) | Found::Read(_)));
-    let read: Vec<anyhow::Result<Listing>> = to_read.into_par_iter().map(|(dir, stat)| read_dir(out, &dir, stat, &skip)).collect();
-    let mut listing = Listing::default();
-    for (dir, _) in &recorded {
-        if let Some(Found::Trusted(stat)) = found.get(dir)
-            && !demoted.contains(dir)
-        {
-            listing.dirs.push(((*dir).to_owned(), *stat));
-            listing.trusted_dirs += 1;
-        }
-    }
+    let read: Vec<anyhow::Result<Listing>> =
+        to_read.into_par_iter().map(|(dir, stat)| read_dir(&out.join(&dir), dir, stat, &skip)).collect();
     listing.files.extend(
-        stated
-            .into_iter()
-            .filter_map(|(path, stat)| Some((path.to_owned(), stat?)))
-            .filter(|(path, _)| !path.rsplit_once('/').is_some_and(|(dir, _)| demoted.contains(&dir))),
+        stated.into_iter().filter(|(path, _)| !demoted.contains(parent(path))).filter_map(|(path, stat)| Some((path.to_owned(), stat?))),
     );
     for part in read {
         let part = part?;
@@ -116,64 +113,87 @@ pub(crate) fn list_below<V>(out: &Path, below: &str, records: &Recorded<'_, V>) 
     Ok(listing)
 }
 
+/// The directory of relative path `path` (empty at the top).
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// The nearest directory above `dir` that `found` has found, trusted or read.
+fn nearest<'a>(found: &HashMap<&'a str, Found>, mut dir: &str) -> Option<&'a str> {
+    while !dir.is_empty() {
+        dir = parent(dir);
+        if let Some((key, Found::Trusted(_) | Found::Read(_))) = found.get_key_value(dir) {
+            return Some(key);
+        }
+    }
+    None
+}
+
 /// How each of the `recorded` directories (in path order, the top one first when recorded) is
-/// found now: stat'ed side by side, then each judged after its parent. A trusted directory one
-/// of whose recorded directories is gone (or is a link now) is read: what stands there now is
-/// found among its entries.
+/// found now: stat'ed side by side, then each judged after its parent. A trusted directory
+/// above a recorded directory that is gone, is a link now or has no recorded parent is read:
+/// what stands there now is found among its entries.
 fn find_recorded<'a>(out: &Path, recorded: &[(&'a str, &Stat)], changed_by: u64) -> HashMap<&'a str, Found> {
     let stats: Vec<Option<Stat>> = recorded.par_iter().map(|(dir, _)| directory(&out.join(dir))).collect();
     let mut found = HashMap::with_capacity(recorded.len());
     for (index, ((dir, record), stat)) in recorded.iter().zip(stats).enumerate() {
-        let parent = dir.rsplit_once('/').map(|(parent, _)| parent).filter(|_| index > 0);
-        let parent_found = parent.and_then(|parent| found.get(parent).copied());
-        let parent_is_there = parent.is_none() || matches!(parent_found, Some(Found::Trusted(_) | Found::Read(_)));
+        let parent_is_there = index == 0 || matches!(found.get(parent(dir)), Some(Found::Trusted(_) | Found::Read(_)));
         let now = match stat {
             Some(stat) if parent_is_there && stat == **record && stat.mtime <= changed_by => Found::Trusted(stat),
             Some(stat) if parent_is_there => Found::Read(stat),
             _ => Found::Gone,
         };
-        if let (Found::Gone, Some(parent), Some(Found::Trusted(stat))) = (now, parent, parent_found) {
-            found.insert(parent, Found::Read(stat));
+        if now == Found::Gone
+            && let Some(above) = nearest(&found, dir)
+            && let Some(Found::Trusted(stat)) = found.get(above).copied()
+        {
+            found.insert(above, Found::Read(stat));
         }
         found.insert(*dir, now);
     }
     found
 }
 
-/// The entries of directory `dir` (relative to `out`) whose stat is `stat` (taken now when
-/// `None`), and below it every directory `skip` does not name, read the same way.
-fn read_dir(out: &Path, dir: &str, stat: Option<Stat>, skip: &(dyn Fn(&str) -> bool + Sync)) -> anyhow::Result<Listing> {
-    let path = out.join(dir);
+/// The entries of directory `path` (`dir` relative to the output directory) whose stat is
+/// `stat` (taken now when `None`), and below it every directory `skip` does not name, read the
+/// same way. A directory gone meanwhile has none.
+fn read_dir(path: &Path, dir: String, stat: Option<Stat>, skip: &(dyn Fn(&str) -> bool + Sync)) -> anyhow::Result<Listing> {
     // NB: the stat is taken before the entries are read: a change in between leaves a stat
     // that is not the directory's any more, so the next run reads it again.
-    let stat = stat.or_else(|| directory(&path));
+    let mut stat = stat.or_else(|| directory(path)).unwrap_or(UNTRUSTED);
     let mut listing = Listing::default();
     let mut below = Vec::new();
-    for entry in fs::read_dir(&path).with_context(|| format!("cannot read `{}`", path.display()))? {
+    let entries = match fs::read_dir(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(listing),
+        entries => entries.with_context(|| format!("cannot read `{}`", path.display()))?,
+    };
+    for entry in entries {
         let entry = entry?;
-        let name = entry.file_name();
-        let relative = format!("{dir}/{}", name.to_string_lossy());
+        let relative = format!("{dir}/{}", entry.file_name().to_string_lossy());
         let kind = entry.file_type()?;
         // NB: a symlinked directory is followed, as the listing without records does.
         if kind.is_dir() || (kind.is_symlink() && entry.path().is_dir()) {
-            if !kind.is_dir() {
-                // NB: recorded as a directory that is never found again, so that this one is
-                // read every time and the link followed (`find_recorded`).
-                listing.dirs.push((relative.clone(), LINK));
+            if !recordable(&relative) {
+                // NB: a directory the records cannot name: its parent is read every time.
+                stat = UNTRUSTED;
             }
             if !skip(&relative) {
-                below.push(relative);
+                below.push((entry.path(), relative));
             }
         } else {
+            if !recordable(&relative) {
+                // NB: a file the records cannot name: its directory is read every time.
+                stat = UNTRUSTED;
+            }
             let meta = if kind.is_symlink() { fs::metadata(entry.path()) } else { entry.metadata() };
             let meta = meta.with_context(|| format!("cannot read `{}`", entry.path().display()))?;
             listing.files.push((relative, Stat::of(&meta)));
         }
     }
-    if let Some(stat) = stat {
-        listing.dirs.push((dir.to_owned(), stat));
+    if recordable(&dir) {
+        listing.dirs.push((dir, stat));
     }
-    let parts: Vec<anyhow::Result<Listing>> = below.into_par_iter().map(|sub| read_dir(out, &sub, None, skip)).collect();
+    let parts: Vec<anyhow::Result<Listing>> = below.into_par_iter().map(|(path, sub)| read_dir(&path, sub, None, skip)).collect();
     for part in parts {
         let part = part?;
         listing.files.extend(part.files);
@@ -182,8 +202,14 @@ fn read_dir(out: &Path, dir: &str, stat: Option<Stat>, skip: &(dyn Fn(&str) -> b
     Ok(listing)
 }
 
-/// The record of a link to a directory.
-const LINK: Stat = Stat { size: 0, mtime: 0, ino: 0 };
+/// Whether the records' lines can hold relative path `path`.
+pub(crate) fn recordable(path: &str) -> bool {
+    !path.contains(['\n', '\r'])
+}
+
+/// The record of a directory never to be trusted: a link to one (found from its parent, which
+/// is then read), one without a change time, or one holding an entry the records cannot name.
+const UNTRUSTED: Stat = Stat { size: 0, mtime: 0, ino: 0 };
 
 /// The stat of the directory at `path` (its change time in place of a file's modification
 /// time), when it is a directory and not a link to one.

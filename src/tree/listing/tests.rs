@@ -133,3 +133,41 @@ fn a_directory_replaced_by_a_link_is_followed_as_without_records() {
     assert_eq!(paths(&after), walked(&out));
     assert!(paths(&after).contains(&format!("{TOP}/n1/s/d/later.yaml")));
 }
+
+#[test]
+fn a_directory_missing_from_the_records_is_still_found() {
+    let (_temp, out) = tree(&["n1/s/c.yaml", "n1/s/t/d.yaml", "n2/e.yaml"]);
+    let (records, _) = listed(&out, &Records::default());
+    let (mut records, again) = listed(&out, &records);
+    assert_eq!(again.trusted_dirs, again.dirs.len());
+    // The records lost `n1/s` and `n1/s/t` (their files' records stay): their parent,
+    // unchanged and trusted, does not name them, so it is read.
+    records.dirs.remove(&format!("{TOP}/n1/s"));
+    records.dirs.remove(&format!("{TOP}/n1/s/t"));
+    fs::write(out.join(TOP).join("n1/s/stray.yaml"), "s").expect("stray");
+    let (records, listing) = listed(&out, &records);
+    assert_eq!(paths(&listing), walked(&out));
+    // The records lost `n1/s/t` only, the deepest: found through its files' records.
+    let (mut records, _) = listed(&out, &records);
+    records.dirs.remove(&format!("{TOP}/n1/s/t"));
+    fs::write(out.join(TOP).join("n1/s/t/stray.yaml"), "s").expect("stray");
+    let (_, listing) = listed(&out, &records);
+    assert_eq!(paths(&listing), walked(&out));
+}
+
+#[test]
+fn a_directory_the_records_cannot_name_has_its_parent_read_every_time() {
+    let (_temp, out) = tree(&["n1/b.yaml", "n1/we\nird/c.yaml", "n2/e.yaml"]);
+    let (records, first) = listed(&out, &Records::default());
+    assert!(first.dirs.iter().all(|(dir, _)| !dir.contains('\n')));
+    let text = records.to_text();
+    let mut readable = records.clone();
+    readable.files.retain(|path, _| !path.contains('\n'));
+    assert_eq!(Records::parse(&text), readable, "the records still read back, without what they cannot name");
+    let (_, again) = listed(&out, &records);
+    assert_eq!(paths(&again), walked(&out));
+    assert_eq!(again.trusted_dirs, 2, "the top and `n2`; `n1` is read");
+    fs::write(out.join(TOP).join("n1/we\nird/late.yaml"), "l").expect("late");
+    let (_, after) = listed(&out, &records);
+    assert_eq!(paths(&after), walked(&out));
+}
