@@ -511,6 +511,27 @@ mod tests {
     }
 
     #[test]
+    fn what_the_listing_found_just_changed_is_recorded_untrusted() {
+        let tree = files(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/n/b.yaml", "b\n")]);
+        let (_temp, out, records) = rendered(&tree);
+        let untrusted = |records: &Records, yes: bool| {
+            let sizes = records.files.values().map(|record| record.stat.size).chain(records.dirs.values().map(|stat| stat.size));
+            records.dirs.len() == 2 && sizes.clone().count() == 4 && sizes.into_iter().all(|size| (size == u64::MAX) == yes)
+        };
+        // Written and listed within the same two seconds: files and directories alike.
+        let current = Current::read_below(&out, "clusters/c", &records).unwrap();
+        assert!(untrusted(&current.records(), true));
+        let kept = Kept::new();
+        let changes = current.changes(&tree, &kept, &|_| true, &|_| false);
+        assert!(changes.update.changed.is_empty());
+        assert!(untrusted(&changes.records(&[]), true));
+        // Listed long after: recorded as they are.
+        let later = Current { listed_at: now() + 2 * RACY, ..Current::read_below(&out, "clusters/c", &records).unwrap() };
+        assert!(untrusted(&later.records(), false));
+        assert!(untrusted(&later.changes(&tree, &kept, &|_| true, &|_| false).records(&[]), false));
+    }
+
+    #[test]
     fn records_read_back_what_they_write_and_nothing_from_a_damaged_text() {
         let tree = files(&[("clusters/c/a b.yaml", "a\n"), ("clusters/c/b.yaml", "b\n")]);
         let (_temp, _out, mut records) = rendered(&tree);

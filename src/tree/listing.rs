@@ -8,9 +8,11 @@
 //! directory's stat, a file added, removed or renamed does not). This is how Git's untracked
 //! cache skips reading directories. A directory's stat here is its change time (which moves
 //! with its modification time, and also when its times are set back by hand) and inode; like a
-//! file's record, it is not trusted when it changed less than the racy window before the
-//! records were saved (`tree::current::RACY`). Any directory not trusted is read as before, and so is every directory below it that
-//! the records do not name.
+//! file's record, it is not trusted when it changed within the racy window before the records
+//! were saved or before the listing that recorded it started (`tree::current::RACY`). Any
+//! directory not trusted is read as before, and so is every directory below it that the
+//! records do not name. Where directories have no change time (not Unix), every directory is
+//! read.
 
 use super::write::Stat;
 use anyhow::Context as _;
@@ -57,6 +59,9 @@ pub(crate) struct Recorded<'a, V> {
 ///
 /// I/O errors.
 pub(crate) fn list_below<V>(out: &Path, below: &str, records: &Recorded<'_, V>) -> anyhow::Result<Listing> {
+    if !cfg!(unix) {
+        return Ok(Listing { files: super::write::list_below(out, below, &|_| false)?, ..Listing::default() });
+    }
     let prefix = format!("{below}/");
     let under = |path: &str| path.starts_with(&prefix);
     let recorded: Vec<(&str, &Stat)> = records
@@ -164,7 +169,7 @@ fn read_dir(path: &Path, dir: String, stat: Option<Stat>, skip: &(dyn Fn(&str) -
     let mut listing = Listing::default();
     let mut below = Vec::new();
     let entries = match fs::read_dir(path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(listing),
+        Err(error) if gone(&error) => return Ok(listing),
         entries => entries.with_context(|| format!("cannot read `{}`", path.display()))?,
     };
     for entry in entries {
@@ -185,8 +190,11 @@ fn read_dir(path: &Path, dir: String, stat: Option<Stat>, skip: &(dyn Fn(&str) -
                 // NB: a file the records cannot name: its directory is read every time.
                 stat = UNTRUSTED;
             }
-            let meta = if kind.is_symlink() { fs::metadata(entry.path()) } else { entry.metadata() };
-            let meta = meta.with_context(|| format!("cannot read `{}`", entry.path().display()))?;
+            let meta = match if kind.is_symlink() { fs::metadata(entry.path()) } else { entry.metadata() } {
+                // NB: removed since its directory was read (a broken link fails, as it did).
+                Err(error) if gone(&error) && !kind.is_symlink() => continue,
+                meta => meta.with_context(|| format!("cannot read `{}`", entry.path().display()))?,
+            };
             listing.files.push((relative, Stat::of(&meta)));
         }
     }
@@ -200,6 +208,11 @@ fn read_dir(path: &Path, dir: String, stat: Option<Stat>, skip: &(dyn Fn(&str) -
         listing.dirs.extend(part.dirs);
     }
     Ok(listing)
+}
+
+/// Whether `error` says what was to be read is not there (any more).
+fn gone(error: &std::io::Error) -> bool {
+    matches!(error.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
 }
 
 /// Whether the records' lines can hold relative path `path`.
