@@ -195,3 +195,51 @@ fn a_directory_the_records_cannot_name_has_its_parent_read_every_time() {
     let (_, after) = listed(&out, &records);
     assert_eq!(paths(&after), walked(&out));
 }
+
+/// A small deterministic generator (no dependency for one test).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        usize::try_from(self.0 >> 33).expect("fits") % n
+    }
+}
+
+/// Random changes to a recorded tree, rounds after rounds: each listing with the last records
+/// finds exactly what a full walk finds.
+#[test]
+fn random_changes_are_all_found() {
+    let (_temp, out) = tree(&["a.yaml", "n1/b.yaml", "n1/s/c.yaml", "n1/s/t/d.yaml", "n2/e.yaml", "n3/u/v/f.yaml"]);
+    let top = out.join(TOP);
+    let mut rng = Lcg(7);
+    let (mut records, _) = listed(&out, &Records::default());
+    for round in 0..40 {
+        let dirs: Vec<PathBuf> = std::iter::once(top.clone())
+            .chain(walked(&out).iter().filter_map(|p| out.join(p).parent().map(Path::to_path_buf)))
+            .filter(|d| d.starts_with(&top))
+            .collect();
+        let files: Vec<PathBuf> = walked(&out).iter().map(|p| out.join(p)).collect();
+        for _ in 0..1 + rng.below(3) {
+            let dir = &dirs[rng.below(dirs.len())];
+            match rng.below(6) {
+                0 => fs::write(dir.join(format!("new{round}.yaml")), "n").expect("add"),
+                1 if !files.is_empty() => drop(fs::remove_file(&files[rng.below(files.len())])),
+                2 => {
+                    fs::create_dir_all(dir.join(format!("d{round}/e"))).expect("dirs");
+                    fs::write(dir.join(format!("d{round}/e/f.yaml")), "f").expect("file");
+                }
+                3 if dir != &top => drop(fs::remove_dir_all(dir)),
+                4 if !files.is_empty() => {
+                    let file = &files[rng.below(files.len())];
+                    drop(fs::rename(file, dir.join(format!("moved{round}.yaml"))));
+                }
+                _ if !files.is_empty() => drop(fs::write(&files[rng.below(files.len())], format!("edited {round}"))),
+                _ => {}
+            }
+        }
+        let (next, listing) = listed(&out, &records);
+        assert_eq!(paths(&listing), walked(&out), "round {round}");
+        records = next;
+    }
+}
