@@ -305,8 +305,10 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
             render_units(context, &frame, &units, &base, frame_digest.as_ref())
         },
     );
-    let mut components = Vec::new();
-    for (own, child) in std::iter::once(own).chain(units) {
+    let parts: Vec<(Vec<Component>, Context<'_>)> = std::iter::once(own).chain(units).collect();
+    // NB: sized once: a large cluster has tens of thousands of components.
+    let mut components = Vec::with_capacity(parts.iter().map(|(own, _)| own.len()).sum());
+    for (own, child) in parts {
         components.extend(own);
         context.absorb(child);
     }
