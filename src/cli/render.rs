@@ -203,7 +203,7 @@ impl Sum {
             return;
         }
         let mut records = current.records();
-        records.saved = inputs::unix_now_nanos();
+        records.saved = crate::tree::current::now_nanos();
         held.records = records.saved;
         if let Err(error) = self.memo.add(memos, name, None, &records, Some(&held)) {
             eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
@@ -262,7 +262,7 @@ fn render_cluster(
     // before the memo is written; not at all after the last cluster (the process ends next).
     discard((files, unread, current, records_read), last);
     if let (Some(memos), Some(mut records)) = (context.memos, records) {
-        records.saved = inputs::unix_now_nanos();
+        records.saved = crate::tree::current::now_nanos();
         let stamp = stamping.map(|s| s.stamp(&reads, records.saved, units));
         let namespaces = namespaces.unwrap_or_default();
         let saved = (&memo_cache::Slice::all(&jobs), &memo_cache::Slice::all(&namespaces));

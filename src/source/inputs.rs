@@ -76,11 +76,6 @@ pub(crate) fn unix_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
-/// Now, in nanoseconds since the Unix epoch (the render memo's record time).
-pub(crate) fn unix_now_nanos() -> u64 {
-    crate::tree::current::now_nanos()
-}
-
 /// `unix_seconds` as RFC 3339 UTC with whole seconds and `Z` (SOPS `lastmodified`).
 #[must_use]
 pub fn rfc3339(unix_seconds: i64) -> String {

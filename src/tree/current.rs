@@ -119,7 +119,7 @@ impl Records {
     }
 }
 
-/// Now, in nanoseconds since the Unix epoch (the records' times).
+/// Now, in nanoseconds since the Unix epoch (the records' times, and the render memo's).
 pub(crate) fn now_nanos() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
@@ -455,14 +455,10 @@ mod tests {
         entries.iter().map(|(p, t)| ((*p).to_owned(), t.as_bytes().to_vec())).collect()
     }
 
-    fn now() -> u64 {
-        u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()).unwrap()
-    }
-
     fn recorded(changes: &Changes<'_>, written: &BTreeMap<String, Stat>) -> Records {
         let stats: Vec<Stat> = changes.update.changed.iter().map(|p| written[*p]).collect();
         let mut records = changes.records(&stats);
-        records.saved = now() + 2 * RACY;
+        records.saved = now_nanos() + 2 * RACY;
         records
     }
 
@@ -503,11 +499,11 @@ mod tests {
         // A file listed right after it changed is recorded untrusted, however late the records
         // are saved: a change in the same clock tick, after the listing, would keep its stat.
         let mut again = current.records();
-        again.saved = now() + 2 * RACY;
+        again.saved = now_nanos() + 2 * RACY;
         assert!(again.files.values().all(|record| record.stat.size == u64::MAX), "written less than 2 s before the listing");
         assert_eq!(Current::read(&out, &again, &|_| true).unwrap().trusted, 0);
-        let settled = Current { listed_at: now() + 2 * RACY, ..current }.records();
-        assert_eq!(Current::read(&out, &Records { saved: now() + 2 * RACY, ..settled }, &|_| true).unwrap().trusted, 2);
+        let settled = Current { listed_at: now_nanos() + 2 * RACY, ..current }.records();
+        assert_eq!(Current::read(&out, &Records { saved: now_nanos() + 2 * RACY, ..settled }, &|_| true).unwrap().trusted, 2);
     }
 
     #[test]
@@ -526,7 +522,7 @@ mod tests {
         assert!(changes.update.changed.is_empty());
         assert!(untrusted(&changes.records(&[]), true));
         // Listed long after: recorded as they are.
-        let later = Current { listed_at: now() + 2 * RACY, ..Current::read_below(&out, "clusters/c", &records).unwrap() };
+        let later = Current { listed_at: now_nanos() + 2 * RACY, ..Current::read_below(&out, "clusters/c", &records).unwrap() };
         assert!(untrusted(&later.records(), false));
         assert!(untrusted(&later.changes(&tree, &kept, &|_| true, &|_| false).records(&[]), false));
     }
@@ -571,7 +567,7 @@ mod tests {
         let (_temp, out, records) = rendered(&tree);
         // NB: listed as if well after the writes (as the records are saved), so that nothing
         // listed is racy.
-        let current = Current { listed_at: now() + 2 * RACY, ..Current::read(&out, &records, &|_| true).unwrap() };
+        let current = Current { listed_at: now_nanos() + 2 * RACY, ..Current::read(&out, &records, &|_| true).unwrap() };
         let new = files(&[("clusters/c/a.yaml", "a\n"), ("clusters/c/new.yaml", "n\n")]);
         let kept: Kept = [("clusters/c/b.yaml".to_owned(), ContentId::of(b"b\n"))].into_iter().collect();
         let changes = current.changes(&new, &kept, &|_| true, &|path| path.starts_with("clusters/d/"));

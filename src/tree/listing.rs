@@ -44,6 +44,21 @@ enum Found {
     Gone,
 }
 
+impl Found {
+    /// Whether `found` (a directory's, if the records name it) is a directory there now.
+    fn is_there(found: Option<&Found>) -> bool {
+        matches!(found, Some(Found::Trusted(_) | Found::Read(_)))
+    }
+}
+
+impl Listing {
+    /// Adds `other`'s files and directories (unordered until the caller sorts them).
+    fn absorb(&mut self, other: Listing) {
+        self.files.extend(other.files);
+        self.dirs.extend(other.dirs);
+    }
+}
+
 /// What the last listing recorded: the stat of each directory, the files (by path, in order),
 /// and the latest change time a directory may have to be trusted.
 pub(crate) struct Recorded<'a, V> {
@@ -97,21 +112,19 @@ pub(crate) fn list_below<V>(out: &Path, below: &str, records: &Recorded<'_, V>) 
             _ => {}
         }
     }
-    if !matches!(found.get(below), Some(Found::Trusted(_) | Found::Read(_))) && out.join(below).is_dir() {
+    if !Found::is_there(found.get(below)) && out.join(below).is_dir() {
         // NB: no records of the top directory (the first render, records of an older form), or
         // it is a link to a directory now.
         to_read.push((below.to_owned(), None));
     }
-    let skip = |dir: &str| matches!(found.get(dir), Some(Found::Trusted(_) | Found::Read(_)));
+    let skip = |dir: &str| Found::is_there(found.get(dir));
     let read: Vec<anyhow::Result<Listing>> =
         to_read.into_par_iter().map(|(dir, stat)| read_dir(&out.join(&dir), dir, stat, &skip)).collect();
     listing.files.extend(
         stated.into_iter().filter(|(path, _)| !demoted.contains(parent(path))).filter_map(|(path, stat)| Some((path.to_owned(), stat?))),
     );
     for part in read {
-        let part = part?;
-        listing.files.extend(part.files);
-        listing.dirs.extend(part.dirs);
+        listing.absorb(part?);
     }
     listing.files.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
     listing.dirs.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -127,7 +140,9 @@ fn parent(path: &str) -> &str {
 fn nearest<'a>(found: &HashMap<&'a str, Found>, mut dir: &str) -> Option<&'a str> {
     while !dir.is_empty() {
         dir = parent(dir);
-        if let Some((key, Found::Trusted(_) | Found::Read(_))) = found.get_key_value(dir) {
+        if let Some((key, now)) = found.get_key_value(dir)
+            && Found::is_there(Some(now))
+        {
             return Some(key);
         }
     }
@@ -142,7 +157,7 @@ fn find_recorded<'a>(out: &Path, recorded: &[(&'a str, &Stat)], changed_by: u64)
     let stats: Vec<Option<Stat>> = recorded.par_iter().map(|(dir, _)| directory(&out.join(dir))).collect();
     let mut found = HashMap::with_capacity(recorded.len());
     for (index, ((dir, record), stat)) in recorded.iter().zip(stats).enumerate() {
-        let parent_is_there = index == 0 || matches!(found.get(parent(dir)), Some(Found::Trusted(_) | Found::Read(_)));
+        let parent_is_there = index == 0 || Found::is_there(found.get(parent(dir)));
         let now = match stat {
             Some(stat) if parent_is_there && stat == **record && stat.mtime <= changed_by => Found::Trusted(stat),
             Some(stat) if parent_is_there => Found::Read(stat),
@@ -176,20 +191,16 @@ fn read_dir(path: &Path, dir: String, stat: Option<Stat>, skip: &(dyn Fn(&str) -
         let entry = entry?;
         let relative = format!("{dir}/{}", entry.file_name().to_string_lossy());
         let kind = entry.file_type()?;
+        if !recordable(&relative) {
+            // NB: an entry the records cannot name: this directory is read every time.
+            stat = UNTRUSTED;
+        }
         // NB: a symlinked directory is followed, as the listing without records does.
         if kind.is_dir() || (kind.is_symlink() && entry.path().is_dir()) {
-            if !recordable(&relative) {
-                // NB: a directory the records cannot name: its parent is read every time.
-                stat = UNTRUSTED;
-            }
             if !skip(&relative) {
                 below.push((entry.path(), relative));
             }
         } else {
-            if !recordable(&relative) {
-                // NB: a file the records cannot name: its directory is read every time.
-                stat = UNTRUSTED;
-            }
             let meta = match if kind.is_symlink() { fs::metadata(entry.path()) } else { entry.metadata() } {
                 // NB: removed since its directory was read (a broken link fails, as it did).
                 Err(error) if gone(&error) && !kind.is_symlink() => continue,
@@ -203,9 +214,7 @@ fn read_dir(path: &Path, dir: String, stat: Option<Stat>, skip: &(dyn Fn(&str) -
     }
     let parts: Vec<anyhow::Result<Listing>> = below.into_par_iter().map(|(path, sub)| read_dir(&path, sub, None, skip)).collect();
     for part in parts {
-        let part = part?;
-        listing.files.extend(part.files);
-        listing.dirs.extend(part.dirs);
+        listing.absorb(part?);
     }
     Ok(listing)
 }

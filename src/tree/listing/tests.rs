@@ -1,14 +1,10 @@
 use super::*;
-use crate::tree::current::{RACY, Records};
+use crate::tree::current::{RACY, Records, now_nanos};
 use crate::tree::write;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 const TOP: &str = "clusters/c";
-
-fn now() -> u64 {
-    u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("time").as_nanos()).expect("nanoseconds")
-}
 
 /// A tree below `TOP` in a new output directory.
 fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
@@ -35,7 +31,7 @@ fn listed(out: &Path, records: &Records) -> (Records, Listing) {
     // NB: the clock tick that stamps a directory's change is coarse: let it pass before the
     // caller changes anything, as the records' racy window does for a real render.
     std::thread::sleep(std::time::Duration::from_millis(30));
-    (Records { saved: now() + 2 * RACY, files, dirs }, listing)
+    (Records { saved: now_nanos() + 2 * RACY, files, dirs }, listing)
 }
 
 /// [`list_below`] with `records`, as a render lists.
@@ -90,7 +86,7 @@ fn unchanged_directories_are_trusted_and_every_change_is_found() {
 fn a_directory_is_not_trusted_within_the_racy_window_or_when_its_records_are_wrong() {
     let (_temp, out) = tree(&["n1/b.yaml", "n1/s/c.yaml"]);
     let (mut records, _) = listed(&out, &Records::default());
-    records.saved = now();
+    records.saved = now_nanos();
     let fresh = list(&out, TOP, &records).expect("listed");
     assert_eq!(fresh.trusted_dirs, 0, "changed less than the racy window before the records were saved");
     assert_eq!(paths(&fresh), walked(&out));
