@@ -83,9 +83,6 @@ fn rendering_some_clusters_never_touches_the_others() {
     ok(&["render", FLEET, "--out", s(&alone), "--cluster", "prod"]);
     let alone = files(&alone);
     assert!(alone.keys().all(|p| !p.starts_with("clusters/") || p.starts_with("clusters/prod/")), "{:?}", alone.keys());
-    let plain = |files: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
-        files.iter().filter(|(p, _)| !p.contains("sealedsecret-")).map(|(p, b)| (p.clone(), b.clone())).collect()
-    };
     assert_eq!(plain(&cluster(&alone, "prod")), plain(&cluster(&full, "prod")));
 }
 
@@ -157,15 +154,137 @@ fn subjects(repo: &Path, branch: &str) -> Vec<String> {
     String::from_utf8(log.stdout).unwrap().lines().map(str::to_owned).collect()
 }
 
-#[test]
-fn concurrent_commits_of_different_clusters_all_land_and_compose_to_the_whole_fleet() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = bare(dir.path(), "gitops.git");
+/// Three commits of `dev`, `staging` and `prod` at once to `repo` (a path or URL naming the
+/// repository at `path`): all three land, and together they are a commit of the whole fleet.
+fn commit_concurrently(dir: &Path, repo: &str, path: &Path) {
+    let cache = dir.join("cache");
     let children: Vec<_> = ["dev", "staging", "prod"]
         .iter()
         .map(|name| {
             command()
-                .args(["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "--cluster", name])
+                .env("XDG_CACHE_HOME", &cache)
+                .args(["commit", FLEET, "--repo", repo, "--author", AUTHOR, "--cluster", name])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{repo}: {}", report(&output));
+    }
+    let landed = subjects(path, "main");
+    let renders: Vec<&String> = landed.iter().filter(|s| s.starts_with("tfrs: render ")).collect();
+    assert_eq!(renders.len(), 3, "{repo}: one commit per cluster, none lost: {landed:?}");
+    for name in ["dev", "staging", "prod"] {
+        assert_eq!(renders.iter().filter(|s| s.starts_with(&format!("tfrs: render {name} ("))).count(), 1, "{repo}: {landed:?}");
+    }
+    // The three commits hold exactly what one commit of the whole fleet would.
+    let mut again = command();
+    let output = again.env("XDG_CACHE_HOME", &cache).args(["commit", FLEET, "--repo", repo, "--author", AUTHOR]).output().unwrap();
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("no changes: `main`"), "{repo}: {}", report(&output));
+}
+
+#[test]
+fn concurrent_commits_of_different_clusters_all_land_and_compose_to_the_whole_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = bare(dir.path(), "gitops.git");
+    commit_concurrently(dir.path(), s(&repo), &repo);
+    // A diff of one cluster does not call the others removed.
+    let diff = tfrs(&["diff", FLEET, "--repo", s(&repo), "--cluster", "dev"]);
+    assert_eq!(diff.status.code(), Some(0), "{}", report(&diff));
+}
+
+#[test]
+fn concurrent_commits_through_a_url_push_with_a_compare_and_swap() {
+    // NB: libgit2 moves the branch of a remote on this machine without comparing it: the push
+    // must bring its own compare-and-swap, or one of three commits is lost.
+    let dir = tempfile::tempdir().unwrap();
+    let repo = bare(dir.path(), "gitops.git");
+    commit_concurrently(dir.path(), &format!("file://{}", s(&repo)), &repo);
+}
+
+#[test]
+fn concurrent_commits_into_a_checkout_keep_its_index_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("gitops");
+    git(dir.path(), &["init", "-q", "-b", "main", s(&repo)]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    commit_concurrently(dir.path(), s(&repo), &repo);
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "", "the work tree and index follow the last commit");
+}
+
+/// Runs `git args` in `dir` (with an identity for commits) and returns its standard output.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(["-c", "user.name=Fleet Test", "-c", "user.email=fleet@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {}", report(&output));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Bytes of every file but those below `clusters/<cluster>/`.
+fn except(all: &BTreeMap<String, Vec<u8>>, cluster: &str) -> BTreeMap<String, Vec<u8>> {
+    let prefix = format!("clusters/{cluster}/");
+    all.iter().filter(|(path, _)| !path.starts_with(&prefix)).map(|(p, b)| (p.clone(), b.clone())).collect()
+}
+
+/// What is compared between two renders of one cluster: every file but the sealed ones (their
+/// ciphertext is random in a first render).
+fn plain(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+    files.iter().filter(|(p, _)| !p.contains("sealedsecret-")).map(|(p, b)| (p.clone(), b.clone())).collect()
+}
+
+#[test]
+fn rendering_one_cluster_into_a_checkout_holding_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = bare(dir.path(), "gitops.git");
+    ok(&["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "--cluster", "dev", "--cluster", "staging", "-q"]);
+    let checkout = dir.path().join("checkout");
+    git(dir.path(), &["clone", "-q", s(&repo), s(&checkout)]);
+    std::fs::write(checkout.join("README.md"), "The fleet's GitOps repository.\n").unwrap();
+    std::fs::write(checkout.join("clusters/README.md"), "One directory per cluster.\n").unwrap();
+    git(&checkout, &["add", "README.md", "clusters/README.md"]);
+    git(&checkout, &["commit", "-q", "-m", "readme"]);
+    let before = files(&checkout);
+    let stdout = ok(&["render", FLEET, "--out", s(&checkout), "--cluster", "prod"]);
+    assert!(stdout.ends_with("; 2 other clusters kept)\n"), "{stdout}");
+    let after = files(&checkout);
+    assert_eq!(except(&after, "prod"), except(&before, "prod"), "nothing but `clusters/prod/` changes, `.git` included");
+    assert!(!checkout.join(".tfrs-output").exists(), "no marker in a checkout");
+    assert_eq!(git(&checkout, &["status", "--porcelain"]), "?? clusters/prod/\n");
+    let alone = dir.path().join("alone");
+    ok(&["render", FLEET, "--out", s(&alone), "--cluster", "prod"]);
+    assert_eq!(plain(&cluster(&after, "prod")), plain(&cluster(&files(&alone), "prod")), "the same files as into an empty directory");
+    // Again: nothing to do. Committed with Git and rendered again: still nothing.
+    assert!(ok(&["render", FLEET, "--out", s(&checkout), "--cluster", "prod"]).contains("(0 changed, 0 removed;"));
+    git(&checkout, &["add", "-A"]);
+    git(&checkout, &["commit", "-q", "-m", "prod"]);
+    assert!(ok(&["render", FLEET, "--out", s(&checkout)]).contains("(0 changed, 0 removed;"));
+    assert_eq!(git(&checkout, &["status", "--porcelain"]), "");
+    // Removing a cluster is explicit, and removes only its directory.
+    ok(&["render", FLEET, "--out", s(&checkout), "--cluster", "prod", "--remove-cluster", "staging"]);
+    let removed = files(&checkout);
+    assert!(cluster(&removed, "staging").is_empty());
+    assert_eq!((cluster(&removed, "dev"), cluster(&removed, "prod")), (cluster(&after, "dev"), cluster(&after, "prod")));
+    assert!(checkout.join("clusters/README.md").exists() && checkout.join("README.md").exists());
+}
+
+#[test]
+fn concurrent_renders_of_different_clusters_into_one_directory_all_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, out) = (dir.path().join("whole"), dir.path().join("gitops"));
+    ok(&["render", FLEET, "--out", s(&whole)]);
+    ok(&["render", FLEET, "--out", s(&out), "--cluster", "dev"]);
+    let children: Vec<_> = ["staging", "prod"]
+        .iter()
+        .map(|name| {
+            command()
+                .args(["render", FLEET, "--out", s(&out), "--cluster", name])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -176,17 +295,11 @@ fn concurrent_commits_of_different_clusters_all_land_and_compose_to_the_whole_fl
         let output = child.wait_with_output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", report(&output));
     }
-    let landed = subjects(&repo, "main");
-    assert_eq!(landed.len(), 3, "one commit per cluster, none lost: {landed:?}");
+    let (whole, after) = (files(&whole), files(&out));
     for name in ["dev", "staging", "prod"] {
-        assert_eq!(landed.iter().filter(|s| s.starts_with(&format!("tfrs: render {name} ("))).count(), 1, "{landed:?}");
+        assert_eq!(plain(&cluster(&after, name)), plain(&cluster(&whole, name)), "{name}: both renders landed, one after the other");
     }
-    // The three commits hold exactly what one commit of the whole fleet would.
-    let stdout = ok(&["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR]);
-    assert!(stdout.starts_with("no changes: `main`"), "{stdout}");
-    // A diff of one cluster does not call the others removed.
-    let diff = tfrs(&["diff", FLEET, "--repo", s(&repo), "--cluster", "dev"]);
-    assert_eq!(diff.status.code(), Some(0), "{}", report(&diff));
+    assert_eq!(after.keys().filter(|p| !p.starts_with("clusters/")).collect::<Vec<_>>(), [".tfrs-output"]);
 }
 
 #[test]
@@ -278,6 +391,38 @@ fn a_server_placed_in_a_cluster_that_lacks_its_tenant() {
         |text| text.replace("  clusters: [prod]", "  clusters: [prod, dev]"),
         "fleet/servers.yaml:16:20: spec.clusters[1]: TFRTenant `globex` is not placed in cluster `dev` (it is placed in `staging`, `prod`)",
     );
+}
+
+#[test]
+fn a_server_placed_in_no_cluster_is_refused_not_placed_everywhere() {
+    refused(
+        "servers.yaml",
+        |text| text.replace("  clusters: [prod]", "  clusters: []"),
+        "fleet/servers.yaml:16:13: spec.clusters: expected at least one cluster, found an empty list",
+    );
+}
+
+#[test]
+fn one_environment_in_two_files_is_refused_not_one_of_them_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    let environment = "kind: TFRTenant\nmetadata: { name: acme }\nspec:\n  postgresql: { instances: 3 }\n";
+    std::fs::write(fleet.join("environments/staging.yml"), environment).unwrap();
+    let other = dir.path().join("more");
+    std::fs::create_dir_all(other.join("environments")).unwrap();
+    std::fs::write(other.join("servers.yaml"), "").unwrap();
+    std::fs::write(other.join("environments/prod.yaml"), environment).unwrap();
+    for (inputs, expected) in [
+        (vec!["fleet"], "`fleet/environments/staging.yaml` and `fleet/environments/staging.yml`"),
+        (vec!["more", "fleet/clusters.yaml"], "`more/environments/prod.yaml` and `fleet/environments/prod.yaml`"),
+    ] {
+        let name = if inputs.len() == 1 { "staging" } else { "prod" };
+        let output = command().current_dir(dir.path()).arg("validate").args(&inputs).output().unwrap();
+        assert_ne!(output.status.code(), Some(0), "{}", report(&output));
+        let expected = format!("environment `{name}` is defined by two files, {expected}: keep one (one environment, one file)");
+        assert!(String::from_utf8_lossy(&output.stderr).contains(&expected), "{expected}: {}", report(&output));
+    }
 }
 
 #[test]

@@ -294,8 +294,8 @@ pub struct RenderArgs {
     /// Spec files or directories (searched recursively for `*.yaml` / `*.yml`).
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
-    /// The output directory. Replaced atomically; refused if it is non-empty and was not
-    /// written by tfrs.
+    /// The output directory. Replaced atomically; in a Git checkout only the rendered clusters'
+    /// directories change; refused if it is non-empty, not a checkout and not written by tfrs.
     #[arg(long, short, value_name = "DIR")]
     pub out: PathBuf,
     /// How the specs are rendered.

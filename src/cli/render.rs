@@ -20,9 +20,9 @@ use std::path::Path;
 /// Runs `tfrs render`.
 pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
     let out = write::resolve(&args.out)?;
+    // NB: `--check` writes nothing, so it takes no lock.
+    let _lock = if args.check { None } else { write::lock(&out)? };
     if !args.check {
-        // NB: `--check` writes nothing, so it may compare against any directory, e.g. a Git
-        // checkout of the committed tree.
         write::recover(&out)?;
         write::check_writable(&out)?;
     }
@@ -77,21 +77,24 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     Ok(Status::Success)
 }
 
-/// The rest of the output directory, to remove: the files of no rendered or kept cluster (in a
-/// checkout, `--check` looks at the clusters only).
+/// The rest of the output directory, to remove: the files of no rendered or kept cluster. In a
+/// Git checkout, and with `--check`, only the files of clusters' directories (those of
+/// `--remove-cluster`): the rest of a checkout is the repository's, not the render's.
 fn rest_of(out: &Path, spec: &Spec, kept: &BTreeSet<String>, check: bool) -> anyhow::Result<Vec<String>> {
     let ours: BTreeSet<String> =
         spec.clusters.iter().map(|c| c.name().to_owned()).chain(kept.iter().cloned()).map(|c| layout::cluster_dir(&c)).collect();
-    let mut rest: Vec<String> = write::list_below(out, "", &|dir| ours.contains(dir))?.into_iter().map(|(path, _)| path).collect();
-    rest.retain(|path| !check || layout::cluster_of(path).is_some());
+    let clusters_only = check || write::is_checkout(out);
+    let below = if clusters_only { layout::CLUSTERS } else { "" };
+    let mut rest: Vec<String> = write::list_below(out, below, &|dir| ours.contains(dir))?.into_iter().map(|(path, _)| path).collect();
+    rest.retain(|path| !clusters_only || layout::cluster_of(path).is_some());
     Ok(rest)
 }
 
-/// Puts the staged render in place (unless it changes nothing in a tree tfrs wrote: then it is
-/// dropped), then the memo of each cluster beside it.
+/// Puts the staged render in place (unless it changes nothing in a tree tfrs wrote, or in a Git
+/// checkout: then it is dropped), then the memo of each cluster beside it.
 fn put_in_place(out: &Path, staging: Option<write::Staging>, sum: &mut Sum) -> anyhow::Result<()> {
     if let Some(staging) = staging
-        && (sum.changed > 0 || sum.removed > 0 || !out.join(layout::RENDERED_MARKER).exists())
+        && (sum.changed > 0 || sum.removed > 0 || !(out.join(layout::RENDERED_MARKER).exists() || write::is_checkout(out)))
     {
         staging.finish()?;
     }

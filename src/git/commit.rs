@@ -203,7 +203,13 @@ fn compare_and_swap(repo: &Repository, branch: &str, from: Option<Oid>, to: Oid)
 }
 
 /// Brings the rendered directories of a checked-out branch's work tree and index up to date.
-fn sync_worktree(repo: &Repository, branch: &str, commit: Oid, dirs: &[String]) -> Result<(), git2::Error> {
+///
+/// Commits of other clusters into this repository may run at the same time, each bringing its
+/// own directories up to date: without care, each would read the index, change its entries
+/// and write it back, and the last would drop what the others wrote. So this runs under a lock
+/// on the repository's Git directory, reads the index again once it holds it, and checks the
+/// directories out of the branch as it is then (which holds this commit, or one made on it).
+fn sync_worktree(repo: &Repository, branch: &str, dirs: &[String]) -> Result<(), git2::Error> {
     if repo.is_bare() {
         return Ok(());
     }
@@ -211,13 +217,18 @@ fn sync_worktree(repo: &Repository, branch: &str, commit: Oid, dirs: &[String]) 
     if head.symbolic_target() != Ok(Some(branch_ref(branch).as_str())) {
         return Ok(());
     }
-    let tree = repo.find_commit(commit)?.tree()?;
+    let lock = std::fs::File::open(repo.path()).and_then(|dir| dir.lock().map(|()| dir));
+    let lock = lock.map_err(|error| git2::Error::from_str(&format!("cannot lock `{}`: {error}", repo.path().display())))?;
+    repo.index()?.read(true)?;
+    let tree = repo.find_commit(repo.refname_to_id(&branch_ref(branch))?)?.tree()?;
     let mut checkout = CheckoutBuilder::new();
     checkout.force();
     for dir in dirs {
         checkout.path(dir);
     }
-    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
+    let result = repo.checkout_tree(tree.as_object(), Some(&mut checkout));
+    drop(lock);
+    result
 }
 
 /// Seals `tree` against the branch and commits it (see the module docs).
@@ -301,7 +312,7 @@ fn try_commit<R: CryptoRng + ?Sized>(
     if let (Some(push), Some(new_tip)) = (&options.push, prepared.tip)
         && Some(new_tip) != remote_tip
     {
-        match remote::push(repo, &push.remote, branch, new_tip)? {
+        match remote::push(repo, &push.remote, branch, new_tip, remote_tip)? {
             Pushed::Accepted => pushed = true,
             Pushed::Rejected(reason) => return Ok(Attempt::Retry(Some(reason))),
         }
@@ -320,7 +331,7 @@ fn try_commit<R: CryptoRng + ?Sized>(
                 return Ok(Attempt::Retry(None));
             }
             warnings.push(format!("the commit was pushed, but local `{branch}` moved meanwhile and was left as it is"));
-        } else if let Err(error) = sync_worktree(repo, branch, new_tip, &cluster_dirs(tree.files())) {
+        } else if let Err(error) = sync_worktree(repo, branch, &cluster_dirs(tree.files())) {
             warnings.push(format!("the work tree was not updated: {}", error.message()));
         }
     }

@@ -33,8 +33,8 @@ pub enum Error {
     /// Neither `XDG_CACHE_HOME` nor `HOME` names a directory for the clone cache.
     #[error("no cache directory for the clone: set `XDG_CACHE_HOME` or `HOME`")]
     NoCacheDir,
-    /// The clone cache directory cannot be created.
-    #[error("cannot create the clone cache `{}`", path.display())]
+    /// The clone cache directory cannot be created, or locked.
+    #[error("cannot create or lock the clone cache `{}`", path.display())]
     Cache {
         /// The directory.
         path: PathBuf,

@@ -51,7 +51,29 @@ pub fn cache(url: &str, cache_root: &Path) -> Result<Repository> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|source| Error::Cache { path: parent.to_path_buf(), source })?;
     }
-    open(&path).map_err(|source| Error::Open { path: path.display().to_string(), source })
+    let repo = open(&path).map_err(|source| Error::Open { path: path.display().to_string(), source })?;
+    hold(&path, url).map_err(|source| Error::Cache { path: path.clone(), source })?;
+    Ok(repo)
+}
+
+/// The clone caches this process holds, each locked until it ends.
+static HELD: std::sync::Mutex<Vec<std::fs::File>> = std::sync::Mutex::new(Vec::new());
+
+/// Locks the clone cache at `path` until the process ends: runs of tfrs on one machine that
+/// use one remote (concurrent commits of different clusters) take turns with its refs, rather
+/// than fail on each other's ref locks. A run that has to wait says so.
+fn hold(path: &Path, url: &str) -> std::io::Result<()> {
+    let dir = std::fs::File::open(path)?;
+    match dir.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            eprintln!("waiting for another tfrs run that uses `{url}`");
+            dir.lock()?;
+        }
+        Err(std::fs::TryLockError::Error(error)) => return Err(error),
+    }
+    HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(dir);
+    Ok(())
 }
 
 /// Callbacks answering credential requests from ssh-agent, `TFRS_GIT_TOKEN` or git's
@@ -149,15 +171,50 @@ pub enum Pushed {
     Rejected(String),
 }
 
-/// Pushes `commit` to `refs/heads/<branch>` of `remote`, never forced (a fast-forward only).
+/// Pushes `commit` to `refs/heads/<branch>` of `remote`, never forced (a fast-forward only),
+/// and only over `expected`, the tip the commit was made against (`None`: the branch must not
+/// exist yet).
+///
+/// Over a network the receiving end moves the branch only from the tip it advertised, under its
+/// lock. A remote on this machine (a path or `file://`) is written by libgit2 itself, which
+/// moves the branch without comparing it again: two concurrent pushes could both succeed and
+/// one commit be lost. So there the commit is pushed to a ref of its own, which carries its
+/// objects over, and the branch of the remote repository is then moved with a compare-and-swap
+/// on `expected`.
 ///
 /// # Errors
 ///
 /// The remote cannot be reached or the transfer fails. A refusal because the remote moved is
 /// [`Pushed::Rejected`], not an error.
-pub fn push(repo: &Repository, remote: &str, branch: &str, commit: Oid) -> Result<Pushed> {
+pub fn push(repo: &Repository, remote: &str, branch: &str, commit: Oid, expected: Option<Oid>) -> Result<Pushed> {
     let fail = |source| Error::Push { remote: remote.to_owned(), branch: branch.to_owned(), source };
     let mut handle = repo.find_remote(remote).map_err(fail)?;
+    let local = handle.url().ok().and_then(local_path);
+    let target = match &local {
+        Some(_) => format!("refs/tfrs/incoming/{commit}"),
+        None => format!("refs/heads/{branch}"),
+    };
+    if let Some(reason) = push_ref(repo, &mut handle, commit, &target).map_err(fail)? {
+        return Ok(Pushed::Rejected(reason));
+    }
+    if let Some(path) = local {
+        let moved = move_local_branch(&path, branch, commit, expected, &target).map_err(fail)?;
+        if !moved {
+            return Ok(Pushed::Rejected("the remote branch moved since it was fetched".to_owned()));
+        }
+    }
+    // Record what the remote now has, so the next read starts from it.
+    let _ = repo.reference(&tracking_ref(remote, branch), commit, true, "tfrs push");
+    Ok(Pushed::Accepted)
+}
+
+/// Pushes `commit` to ref `target` of the remote `handle`; `Some(reason)` when it refused.
+fn push_ref(
+    repo: &Repository,
+    handle: &mut git2::Remote<'_>,
+    commit: Oid,
+    target: &str,
+) -> std::result::Result<Option<String>, git2::Error> {
     let rejected: RefCell<Option<String>> = RefCell::new(None);
     let mut callbacks = callbacks(repo.config().ok());
     callbacks.push_update_reference(|_, status| {
@@ -170,24 +227,54 @@ pub fn push(repo: &Repository, remote: &str, branch: &str, commit: Oid) -> Resul
     options.remote_callbacks(callbacks);
     // A temporary ref names the commit: libgit2 resolves the source of a push refspec as a ref.
     let temporary = format!("refs/tfrs/push/{commit}");
-    repo.reference(&temporary, commit, true, "tfrs push").map_err(fail)?;
-    let refspec = format!("{temporary}:refs/heads/{branch}");
+    repo.reference(&temporary, commit, true, "tfrs push")?;
+    let refspec = format!("{temporary}:{target}");
     let result = handle.push(&[refspec.as_str()], Some(&mut options));
     drop(options);
     if let Ok(mut reference) = repo.find_reference(&temporary) {
         let _ = reference.delete();
     }
     match result {
-        Ok(()) => {}
-        Err(error) if error.code() == git2::ErrorCode::NotFastForward => return Ok(Pushed::Rejected(error.message().to_owned())),
-        Err(error) => return Err(fail(error)),
+        Ok(()) => Ok(rejected.into_inner()),
+        Err(error) if error.code() == git2::ErrorCode::NotFastForward => Ok(Some(error.message().to_owned())),
+        Err(error) => Err(error),
     }
-    if let Some(reason) = rejected.into_inner() {
-        return Ok(Pushed::Rejected(reason));
+}
+
+/// The repository on this machine that remote URL `url` names (a path, or `file://`), if it
+/// does.
+fn local_path(url: &str) -> Option<PathBuf> {
+    match url.strip_prefix("file://") {
+        Some(path) => Some(PathBuf::from(path)),
+        None if !is_url(url) => Some(PathBuf::from(url)),
+        None => None,
     }
-    // Record what the remote now has, so the next read starts from it.
-    let _ = repo.reference(&tracking_ref(remote, branch), commit, true, "tfrs push");
-    Ok(Pushed::Accepted)
+}
+
+/// Moves `branch` of the repository at `path` from `expected` to `commit` (whose objects ref
+/// `incoming` brought over), then removes `incoming`; `false` when the branch is not at
+/// `expected` any more (or, for `None`, exists already).
+fn move_local_branch(
+    path: &Path,
+    branch: &str,
+    commit: Oid,
+    expected: Option<Oid>,
+    incoming: &str,
+) -> std::result::Result<bool, git2::Error> {
+    let remote = Repository::open(path)?;
+    let name = format!("refs/heads/{branch}");
+    let moved = match expected {
+        Some(old) => remote.reference_matching(&name, commit, true, old, "tfrs push"),
+        None => remote.reference(&name, commit, false, "tfrs push"),
+    };
+    if let Ok(mut reference) = remote.find_reference(incoming) {
+        let _ = reference.delete();
+    }
+    match moved {
+        Ok(_) => Ok(true),
+        Err(error) if matches!(error.code(), git2::ErrorCode::Modified | git2::ErrorCode::Exists | git2::ErrorCode::Locked) => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 #[cfg(test)]

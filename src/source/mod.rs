@@ -38,6 +38,19 @@ pub enum Error {
         /// The known names.
         known: String,
     },
+    /// Two files name one overlay or environment (`prod.yaml` and `prod.yml`, or the
+    /// `environments/` beside two inputs).
+    #[error("{kind} `{name}` is defined by two files, `{first}` and `{second}`: keep one (one {kind}, one file)")]
+    Twice {
+        /// `overlay` or `environment`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// The file read first.
+        first: String,
+        /// The other.
+        second: String,
+    },
 }
 
 /// Reads `inputs` (files or directories) and the overlays and environments next to them.
@@ -76,16 +89,7 @@ pub fn read(inputs: &[PathBuf], extra_overlays: &[String]) -> Result<Bundle, Err
             overlay_dirs.push(input.parent().map_or_else(|| PathBuf::from("overlays"), |p| p.join("overlays")));
         }
     }
-    overlay_dirs.dedup();
-    for dir in overlay_dirs {
-        for (name, path) in named_files(&dir) {
-            bundle.add_overlay(name, path.to_string_lossy(), read_text(&path)?);
-        }
-        // NB: `environments/` sits beside `overlays/`.
-        for (name, path) in named_files(&dir.with_file_name("environments")) {
-            bundle.add_environment(name, path.to_string_lossy(), read_text(&path)?);
-        }
-    }
+    read_named(&mut bundle, overlay_dirs)?;
     for overlay in extra_overlays {
         if bundle.overlays.contains_key(overlay) {
             bundle.extra_overlays.push(overlay.clone());
@@ -99,6 +103,36 @@ pub fn read(inputs: &[PathBuf], extra_overlays: &[String]) -> Result<Bundle, Err
         }
     }
     Ok(bundle)
+}
+
+/// Reads the overlays of each of `dirs` and the environments beside them into `bundle`.
+fn read_named(bundle: &mut Bundle, dirs: Vec<PathBuf>) -> Result<(), Error> {
+    let mut read_dirs = std::collections::BTreeSet::new();
+    for dir in dirs {
+        // NB: two inputs in one directory share its overlays and environments: read once.
+        if !read_dirs.insert(fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone())) {
+            continue;
+        }
+        for (name, path) in named_files(&dir) {
+            if let Some(&first) = bundle.overlays.get(&name).filter(|&&index| !bundle.is_builtin(index)) {
+                return Err(twice("overlay", name, bundle, first, &path));
+            }
+            bundle.add_overlay(name, path.to_string_lossy(), read_text(&path)?);
+        }
+        // NB: `environments/` sits beside `overlays/`.
+        for (name, path) in named_files(&dir.with_file_name("environments")) {
+            if let Some(&first) = bundle.environments.get(&name) {
+                return Err(twice("environment", name, bundle, first, &path));
+            }
+            bundle.add_environment(name, path.to_string_lossy(), read_text(&path)?);
+        }
+    }
+    Ok(())
+}
+
+/// The error for overlay or environment `name`, file `first` of `bundle` and `second`.
+fn twice(kind: &'static str, name: String, bundle: &Bundle, first: usize, second: &Path) -> Error {
+    Error::Twice { kind, name, first: bundle.files[first].name.clone(), second: second.to_string_lossy().into_owned() }
 }
 
 /// The YAML files of `dir` (none when it does not exist), by file stem, sorted.

@@ -18,7 +18,8 @@
 //! Either way the render is staged cluster by cluster ([`Staging::add`]), so a fleet's files
 //! need not be in memory at once; the point of no return comes after the last cluster.
 //!
-//! A non-empty directory without the marker file is never touched.
+//! A non-empty directory without the marker file is never touched, but for a Git checkout,
+//! which is always updated, never swapped, and where only the rendered clusters' files change.
 
 use anyhow::{Context as _, bail};
 use rayon::prelude::*;
@@ -68,6 +69,62 @@ fn sibling(out: &Path, suffix: &str) -> PathBuf {
     out.with_file_name(format!(".{name}.{suffix}"))
 }
 
+/// Takes the lock of output directory `out`, when it exists, held until the file returned is
+/// dropped: renders into one directory (two CI jobs rendering different clusters into one
+/// checkout) run one after the other, each reading what the one before left, rather than
+/// mixing their updates. The lock is an advisory lock (`flock`) on the directory itself, so
+/// nothing is written for it; a render that swapped in a new directory leaves the lock on the
+/// old one, so a waiting run that gets it checks that it holds the directory that is there now,
+/// and locks again if not. A run that has to wait says so. A directory that does not exist yet
+/// is not locked (two first renders into one new directory are not serialised).
+///
+/// # Errors
+///
+/// The directory cannot be opened or locked.
+pub fn lock(out: &Path) -> anyhow::Result<Option<fs::File>> {
+    let mut said = false;
+    loop {
+        let dir = match fs::File::open(out) {
+            Ok(dir) => dir,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(anyhow::Error::new(error).context(format!("cannot open `{}` to lock it", out.display()))),
+        };
+        match dir.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                if !said {
+                    eprintln!("waiting for another `tfrs render` into `{}` to finish", out.display());
+                    said = true;
+                }
+                dir.lock().with_context(|| format!("cannot lock `{}`", out.display()))?;
+            }
+            Err(fs::TryLockError::Error(error)) => {
+                return Err(anyhow::Error::new(error).context(format!("cannot lock `{}`", out.display())));
+            }
+        }
+        if same_file(&dir, out) {
+            return Ok(Some(dir));
+        }
+    }
+}
+
+/// Whether the open `file` is the one at `path` now (same device and inode).
+fn same_file(file: &fs::File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        match (file.metadata(), fs::metadata(path)) {
+            (Ok(held), Ok(now)) => held.dev() == now.dev() && held.ino() == now.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        true
+    }
+}
+
 /// Restores a tree left half-swapped by a killed run and removes stale temporary directories.
 ///
 /// # Errors
@@ -114,11 +171,21 @@ pub fn check_settled(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Checks that `out` may be written: missing, empty, or written by tfrs.
+/// Whether `out` is the work tree of a Git repository (it holds `.git`: a directory, or a file
+/// for a linked work tree or a submodule). A render into a checkout updates only the
+/// directories of the clusters it renders (or is told to remove), in place: it writes no marker
+/// and never removes, or swaps out, anything else.
+#[must_use]
+pub fn is_checkout(out: &Path) -> bool {
+    out.join(".git").exists()
+}
+
+/// Checks that `out` may be written: missing, empty, written by tfrs, or a Git checkout.
 ///
 /// # Errors
 ///
-/// A non-empty directory without the marker, or a path that is not a directory.
+/// A non-empty directory without the marker that is not a Git checkout, or a path that is not
+/// a directory.
 pub fn check_writable(out: &Path) -> anyhow::Result<()> {
     if !out.exists() {
         return Ok(());
@@ -126,17 +193,13 @@ pub fn check_writable(out: &Path) -> anyhow::Result<()> {
     if !out.is_dir() {
         bail!("`{}` exists and is not a directory", out.display());
     }
-    if out.join(".git").exists() {
-        bail!(
-            "`{}` is a Git work tree; `tfrs render` replaces its directory whole and would delete `.git`\n  hint: use `tfrs commit --repo {}` to write into a repository, or render into a directory of its own",
-            out.display(),
-            out.display()
-        );
+    if is_checkout(out) {
+        return Ok(());
     }
     let empty = fs::read_dir(out).with_context(|| format!("cannot read `{}`", out.display()))?.next().is_none();
     if !empty && !out.join(MARKER).exists() {
         bail!(
-            "`{}` is not empty and was not written by tfrs (no `{MARKER}` file); refusing to replace it\n  hint: choose an empty directory, or use `tfrs commit` to write into a Git repository",
+            "`{}` is not empty and was not written by tfrs (no `{MARKER}` file); refusing to replace it\n  hint: choose an empty directory or a Git checkout (there a render writes only `clusters/<cluster>/`), or use `tfrs commit` to write into a Git repository",
             out.display()
         );
     }
@@ -264,6 +327,15 @@ impl Stat {
         Stat { size: meta.len(), mtime: u64::try_from(mtime).unwrap_or(u64::MAX), ino }
     }
 
+    /// The stat of a file of `size` bytes modified `seconds` and `nanoseconds` after the Unix
+    /// epoch (0 before it), with inode `ino`: what [`Stat::of`] makes of its metadata.
+    #[must_use]
+    pub fn of_parts(size: u64, seconds: i64, nanoseconds: u32, ino: u64) -> Stat {
+        let mtime =
+            u64::try_from(seconds).map_or(Some(0), |s| s.checked_mul(1_000_000_000).and_then(|n| n.checked_add(u64::from(nanoseconds))));
+        Stat { size, mtime: mtime.unwrap_or(u64::MAX), ino }
+    }
+
     /// The stat of the directory `meta` describes, its change time in place of the
     /// modification time: adding, removing or renaming an entry moves both, and setting the
     /// times back by hand moves the change time. `None` where there is no change time.
@@ -340,7 +412,7 @@ impl Staging {
     pub fn begin(out: &Path) -> anyhow::Result<Staging> {
         recover(out)?;
         check_writable(out)?;
-        let swap = !out.join(MARKER).is_file();
+        let swap = !out.join(MARKER).is_file() && !is_checkout(out);
         let dir = sibling(out, if swap { "tfrs-new" } else { "tfrs-update" });
         let staging =
             Staging { out: out.to_path_buf(), dir, swap, journal: Journal { remove: Vec::new(), write: Vec::new() }, done: false };

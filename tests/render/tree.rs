@@ -203,16 +203,17 @@ fn rendering_other_clusters_into_a_directory_keeps_the_ones_it_does_not_render()
 }
 
 #[test]
-fn a_git_work_tree_is_never_replaced_but_can_be_checked() {
+fn a_git_work_tree_is_updated_in_place_never_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     render("render-minimal", &out);
     assert!(Command::new("git").args(["init", "-q"]).current_dir(&out).status().unwrap().success());
-    let output = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("is a Git work tree"), "{}", report(&output));
-    assert!(out.join(".git").exists());
-    // `--check` writes nothing: it compares a checkout's `clusters/` with the render.
+    std::fs::write(out.join("README.md"), "the repository's own\n").unwrap();
+    let output = tfrs(&["render", "fixtures/render-sops-docker-desktop", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    assert!(out.join(".git/HEAD").exists() && out.join("README.md").exists(), "a checkout keeps what is not a cluster's");
+    assert!(out.join("clusters/bare/plan.json").exists(), "and the clusters it does not render");
+    // `--check` compares a checkout's `clusters/` with the render.
     let check = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap(), "--check"]);
     assert_eq!(check.status.code(), Some(0), "{}", report(&check));
 }

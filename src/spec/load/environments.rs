@@ -87,6 +87,17 @@ pub(super) fn placements(
             let tenant = spec.and_then(|s| s.get("tenant")).and_then(Node::as_str).unwrap_or_default();
             let of_tenant = tenants.get(tenant).cloned().unwrap_or_default();
             let chosen = strings(document, "clusters");
+            if chosen.is_empty()
+                && let Some(list) = spec.and_then(|s| s.get("clusters"))
+                && matches!(&list.value, Value::Seq(items) if items.is_empty())
+            {
+                // NB: an empty list is not "no restriction": said, and the server placed as its
+                // tenant is meanwhile, so nothing else follows from this one mistake.
+                out.push(
+                    Diagnostic::error(Rule::Schema, list.origin, "spec.clusters", "expected at least one cluster, found an empty list")
+                        .with_help("leave `clusters` out to run the server in every cluster of its tenant"),
+                );
+            }
             if chosen.is_empty() || of_tenant.is_empty() { of_tenant } else { server_clusters(tenant, &of_tenant, clusters, &chosen, out) }
         }
     };
