@@ -95,7 +95,7 @@ pub(crate) fn list_below<V>(out: &Path, below: &str, records: &Recorded<'_, V>) 
     let trusted = |dir: &str| matches!(found.get(dir), Some(Found::Trusted(_)));
     // The recorded files of trusted directories: stat'ed, never read.
     let kept: Vec<&str> = files.iter().copied().filter(|path| trusted(parent(path)) && !demoted.contains(parent(path))).collect();
-    let stated = regular_files(out, &kept);
+    let stated: Vec<(&str, Option<Stat>)> = kept.par_iter().map(|path| (*path, regular_file(&out.join(path)))).collect();
     // NB: a trusted directory one of whose files is gone or is not a file any more (changed
     // within a clock tick) is read after all.
     demoted.extend(stated.iter().filter(|(_, stat)| stat.is_none()).map(|(path, _)| parent(path)));
@@ -240,44 +240,9 @@ fn directory(path: &Path) -> Option<Stat> {
     Stat::of_directory(&meta)
 }
 
-/// Each of `paths` (relative to `out`, in order) with its stat when it is a regular file (not a
-/// link to one), stat'ed one directory at a time, the directories side by side.
-fn regular_files<'a>(out: &Path, paths: &[&'a str]) -> Vec<(&'a str, Option<Stat>)> {
-    let groups: Vec<&[&'a str]> = paths.chunk_by(|a, b| parent(a) == parent(b)).collect();
-    groups
-        .par_iter()
-        .flat_map_iter(|group| {
-            let dir = parent(group[0]);
-            let names: Vec<&str> =
-                group.iter().map(|path| path.strip_prefix(dir).map_or(*path, |name| name.trim_start_matches('/'))).collect();
-            group.iter().copied().zip(regular_files_in(&out.join(dir), &names))
-        })
-        .collect()
-}
-
-/// The stat of each of `names` in directory `dir`, when it is a regular file there. The
-/// directory is opened once (not following a link in its last component) and each name
-/// stat'ed relative to it: the kernel then resolves one name, not the whole path again, which
-/// was most of a listing's cost. Where the directory cannot be opened, none is.
-#[cfg(target_os = "linux")]
-fn regular_files_in(dir: &Path, names: &[&str]) -> Vec<Option<Stat>> {
-    use rustix::fs::{AtFlags, FileType, Mode, OFlags, StatxFlags};
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let Ok(handle) = rustix::fs::open(dir, flags, Mode::empty()) else { return vec![None; names.len()] };
-    let wanted = StatxFlags::TYPE | StatxFlags::INO | StatxFlags::SIZE | StatxFlags::MTIME;
-    let stat = |name: &str| {
-        let found = rustix::fs::statx(&handle, name, AtFlags::SYMLINK_NOFOLLOW, wanted).ok()?;
-        let regular = FileType::from_raw_mode(u32::from(found.stx_mode)) == FileType::RegularFile;
-        regular.then(|| Stat::of_parts(found.stx_size, found.stx_mtime.tv_sec, found.stx_mtime.tv_nsec, found.stx_ino))
-    };
-    names.iter().map(|name| stat(name)).collect()
-}
-
-/// The stat of each of `names` in directory `dir`, when it is a regular file there.
-#[cfg(not(target_os = "linux"))]
-fn regular_files_in(dir: &Path, names: &[&str]) -> Vec<Option<Stat>> {
-    let stat = |name: &str| fs::symlink_metadata(dir.join(name)).ok().filter(fs::Metadata::is_file).map(|meta| Stat::of(&meta));
-    names.iter().map(|name| stat(name)).collect()
+/// The stat of the regular file at `path`, when it is one.
+fn regular_file(path: &Path) -> Option<Stat> {
+    fs::symlink_metadata(path).ok().filter(fs::Metadata::is_file).map(|meta| Stat::of(&meta))
 }
 
 #[cfg(test)]

@@ -327,15 +327,6 @@ impl Stat {
         Stat { size: meta.len(), mtime: u64::try_from(mtime).unwrap_or(u64::MAX), ino }
     }
 
-    /// The stat of a file of `size` bytes modified `seconds` and `nanoseconds` after the Unix
-    /// epoch (0 before it), with inode `ino`: what [`Stat::of`] makes of its metadata.
-    #[must_use]
-    pub fn of_parts(size: u64, seconds: i64, nanoseconds: u32, ino: u64) -> Stat {
-        let mtime =
-            u64::try_from(seconds).map_or(Some(0), |s| s.checked_mul(1_000_000_000).and_then(|n| n.checked_add(u64::from(nanoseconds))));
-        Stat { size, mtime: mtime.unwrap_or(u64::MAX), ino }
-    }
-
     /// The stat of the directory `meta` describes, its change time in place of the
     /// modification time: adding, removing or renaming an entry moves both, and setting the
     /// times back by hand moves the change time. `None` where there is no change time.

@@ -239,33 +239,3 @@ fn random_changes_are_all_found() {
         records = next;
     }
 }
-
-#[test]
-fn files_stated_one_directory_at_a_time_have_the_stat_of_their_metadata() {
-    let (_temp, out) = tree(&["a.yaml", "d/b.yaml", "d/e/c.yaml", "d/z.yaml", "f/g.yaml"]);
-    let top = out.join(TOP);
-    fs::create_dir_all(top.join("d/sub")).expect("dir");
-    #[cfg(unix)]
-    std::os::unix::fs::symlink(top.join("a.yaml"), top.join("d/link.yaml")).expect("link");
-    // Files of one directory on both sides of a subdirectory's, a directory, a link, a file gone.
-    let paths: Vec<String> =
-        ["a.yaml", "d/b.yaml", "d/e/c.yaml", "d/link.yaml", "d/missing.yaml", "d/sub", "d/z.yaml", "f/g.yaml", "gone/h.yaml"]
-            .iter()
-            .map(|p| format!("{TOP}/{p}"))
-            .collect();
-    let relative: Vec<&str> = paths.iter().map(String::as_str).collect();
-    let stated = regular_files(&out, &relative);
-    assert_eq!(stated.iter().map(|(p, _)| *p).collect::<Vec<_>>(), relative, "in order");
-    for (path, stat) in stated {
-        let expected = fs::symlink_metadata(out.join(path)).ok().filter(fs::Metadata::is_file).map(|meta| Stat::of(&meta));
-        assert_eq!(stat, expected, "{path}");
-        assert_eq!(
-            stat.is_some(),
-            ["a.yaml", "b.yaml", "c.yaml", "z.yaml", "g.yaml"].iter().any(|f| path.ends_with(&format!("/{f}"))),
-            "{path}"
-        );
-    }
-    assert_eq!(Stat::of_parts(3, -5, 7, 9), Stat { size: 3, mtime: 0, ino: 9 }, "before the epoch, as `Stat::of`");
-    assert_eq!(Stat::of_parts(3, i64::MAX, 7, 9).mtime, u64::MAX);
-    assert_eq!(Stat::of_parts(3, 2, 7, 9).mtime, 2_000_000_007);
-}
