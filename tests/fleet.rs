@@ -403,6 +403,16 @@ fn a_server_placed_in_no_cluster_is_refused_not_placed_everywhere() {
 }
 
 #[test]
+fn a_tenant_placed_nowhere_is_one_error_not_one_more_per_environment_naming_it() {
+    let output = validate_edited(&[("tenants.yaml", &|text: &str| text.replace("  clusters: [staging, prod]", "  clusters: []"))]);
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("fleet/tenants.yaml:16:13: spec.clusters: expected at least one cluster, found an empty list"), "{stderr}");
+    assert!(!stderr.contains("no TFRTenant `globex` is placed"), "the environments naming it are not blamed: {stderr}");
+    assert!(!stderr.contains("no TFRServer `sales-bot` is placed"), "nor its server's: {stderr}");
+}
+
+#[test]
 fn one_environment_in_two_files_is_refused_not_one_of_them_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let fleet = dir.path().join("fleet");
@@ -737,6 +747,25 @@ fn plan_never_shows_a_literal_secret() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("spec.redis.password.value: dev (not set), staging (not set), prod <redacted>"), "{stdout}");
     assert!(!report(&output).contains(literal));
+}
+
+#[test]
+fn plan_compares_the_namespace_in_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    let dev = fleet.join("environments/dev.yaml");
+    let text = std::fs::read_to_string(&dev).unwrap().replacen(
+        "  rabbitmq: { enabled: false }",
+        "  rabbitmq: { enabled: false }\n  namespace: acme-dev",
+        1,
+    );
+    std::fs::write(&dev, text).unwrap();
+    let output = command().current_dir(dir.path()).args(["plan", "fleet"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("  acme (namespace acme-dev): helpdesk\n"), "{stdout}");
+    assert!(stdout.contains("    spec.namespace: dev acme-dev, staging acme, prod acme\n"), "not the empty field: {stdout}");
 }
 
 #[test]

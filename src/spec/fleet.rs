@@ -81,14 +81,27 @@ pub fn clusters(spec: &Spec) -> Vec<Cluster> {
 #[must_use]
 pub fn differences(spec: &Spec) -> Vec<Difference> {
     let order: Vec<&str> = spec.clusters.iter().map(|c| c.name()).collect();
-    // NB: a tenant's `spec.cluster` is its placement, not a difference anyone wrote.
-    let mut out = differing("TFRTenant", &spec.tenants, &order, "spec.cluster");
-    out.extend(differing("TFRServer", &spec.servers, &order, ""));
+    // NB: a tenant's `spec.cluster` is its placement, not a difference anyone wrote; its
+    // namespace is the one in effect (an empty `namespace` is its name, or its function's).
+    let mut out = differing("TFRTenant", &spec.tenants, &order, &|tenant, leaves| {
+        leaves.remove("spec.cluster");
+        leaves.insert("spec.namespace".to_owned(), Json::from(super::check::tenant_namespace(tenant.name(), &tenant.spec)));
+    });
+    out.extend(differing("TFRServer", &spec.servers, &order, &|_, _| {}));
     out
 }
 
-/// The differing fields of the objects of one kind, but `skip`.
-fn differing<S: Serialize>(kind: &'static str, objects: &[Object<S>], order: &[&str], skip: &str) -> Vec<Difference> {
+/// The leaves of a spec by dotted path.
+type Leaves = BTreeMap<String, Json>;
+
+/// The differing fields of the objects of one kind, their leaves made what is compared by
+/// `adjust`.
+fn differing<S: Serialize>(
+    kind: &'static str,
+    objects: &[Object<S>],
+    order: &[&str],
+    adjust: &dyn Fn(&Object<S>, &mut Leaves),
+) -> Vec<Difference> {
     let mut by_name: BTreeMap<&str, Vec<&Object<S>>> = BTreeMap::new();
     for object in objects {
         by_name.entry(object.name()).or_default().push(object);
@@ -101,7 +114,7 @@ fn differing<S: Serialize>(kind: &'static str, objects: &[Object<S>], order: &[&
             .map(|o| {
                 let mut leaves = BTreeMap::new();
                 flatten(&serde_json::to_value(&o.spec).unwrap_or(Json::Null), "spec", &mut leaves);
-                leaves.remove(skip);
+                adjust(o, &mut leaves);
                 leaves
             })
             .collect();
@@ -122,10 +135,12 @@ fn differing<S: Serialize>(kind: &'static str, objects: &[Object<S>], order: &[&
     out
 }
 
-/// The leaves of a JSON value by dotted path (a list is one leaf).
+/// The leaves of a JSON value by dotted path (a list is one leaf; an empty map is none, as if
+/// the field were not set: one placement's `secretData: {}` is not a difference from another's
+/// `secretData.KEY`, which is one already).
 fn flatten(json: &Json, path: &str, out: &mut BTreeMap<String, Json>) {
     match json {
-        Json::Object(map) if !map.is_empty() => {
+        Json::Object(map) => {
             for (key, value) in map {
                 flatten(value, &format!("{path}.{key}"), out);
             }
@@ -133,5 +148,17 @@ fn flatten(json: &Json, path: &str, out: &mut BTreeMap<String, Json>) {
         other => {
             out.insert(path.to_owned(), other.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_map_is_no_leaf_as_if_not_set() {
+        let mut leaves = BTreeMap::new();
+        flatten(&serde_json::json!({ "secretData": {}, "env": { "A": { "value": "x" } }, "list": [] }), "spec", &mut leaves);
+        assert_eq!(leaves.keys().collect::<Vec<_>>(), ["spec.env.A.value", "spec.list"]);
     }
 }

@@ -52,7 +52,9 @@ pub(super) fn tenant_placements(documents: &[(Kind, Node)]) -> BTreeMap<String, 
 
 /// Every (kind, cluster, name) the documents place a tenant or server at, valid or not (a
 /// server's `clusters` restriction aside): an environment document that names one of them is
-/// never reported as changing nothing, whatever else is wrong with that object.
+/// never reported as changing nothing, whatever else is wrong with that object. A tenant
+/// placed nowhere (its `clusters` empty or missing: that is reported), its servers, and a
+/// server of no tenant are there with the empty cluster, so that no environment naming them is reported too.
 pub(super) fn declared(documents: &[(Kind, Node)], tenants: &BTreeMap<String, Vec<String>>) -> BTreeSet<(Kind, String, String)> {
     let mut out = BTreeSet::new();
     for (kind, document) in documents {
@@ -62,8 +64,12 @@ pub(super) fn declared(documents: &[(Kind, Node)], tenants: &BTreeMap<String, Ve
             Kind::Server => document.get("spec").and_then(|s| s.get("tenant")).and_then(Node::as_str).unwrap_or_default(),
             Kind::Cluster => continue,
         };
-        for cluster in tenants.get(tenant).into_iter().flatten() {
-            out.insert((*kind, cluster.clone(), name.to_owned()));
+        match tenants.get(tenant) {
+            Some(clusters) if !clusters.is_empty() => out.extend(clusters.iter().map(|cluster| (*kind, cluster.clone(), name.to_owned()))),
+            // NB: placed nowhere, or a server of no tenant: reported as such.
+            _ => {
+                out.insert((*kind, String::new(), name.to_owned()));
+            }
         }
     }
     out
@@ -284,6 +290,7 @@ pub(super) fn unmatched(
         for document in documents {
             let Some((name, at)) = &document.target else { continue };
             if clusters.iter().any(|c| placed.contains(&(document.kind, (*c).to_owned(), name.clone())))
+                || placed.contains(&(document.kind, String::new(), name.clone()))
                 || meant(document.kind, name, &clusters)
             {
                 continue;
