@@ -413,6 +413,21 @@ fn a_tenant_placed_nowhere_is_one_error_not_one_more_per_environment_naming_it()
 }
 
 #[test]
+fn an_environment_that_does_not_parse_is_said_as_one_and_hides_what_it_caused() {
+    let broken = validate_edited(&[("environments/staging.yaml", &|_: &str| "kind: [oops\n".to_owned())]);
+    assert_eq!(broken.status.code(), Some(1), "{}", report(&broken));
+    let stderr = String::from_utf8_lossy(&broken.stderr);
+    assert!(stderr.starts_with("fleet/environments/staging.yaml:1:7: (environment): invalid YAML"), "{stderr}");
+    assert!(!stderr.contains("warning:"), "no warning that follows from the missing environment: {stderr}");
+    let scalar = validate_edited(&[("environments/staging.yaml", &|_: &str| "just a scalar\n".to_owned())]);
+    let stderr = String::from_utf8_lossy(&scalar.stderr);
+    assert!(
+        stderr.contains("fleet/environments/staging.yaml:1:1: (environment): expected a map with `kind`, `metadata` and `spec`"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn one_environment_in_two_files_is_refused_not_one_of_them_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let fleet = dir.path().join("fleet");

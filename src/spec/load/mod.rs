@@ -138,6 +138,9 @@ pub fn load(bundle: &Bundle) -> Loaded {
     let schemas: BTreeMap<Kind, Json> = Kind::ALL.into_iter().map(|k| (k, k.raw_schema())).collect();
     let overlays = parse_overlays(bundle, &schemas, &mut out);
     let environments = parse_environments(bundle, &schemas, &mut out);
+    // NB: an overlay or environment that does not parse changes nothing: the warnings about
+    // what it would have set follow from its syntax error, so they wait until it parses.
+    let layers_unparsed = out.iter().any(|d| d.rule == Rule::Syntax);
     let (documents, unparsed) = parse_documents(bundle, &mut out);
     let cluster_overlays = cluster_overlays(&documents, &overlays, bundle, &mut out);
     let cluster_environments = environments::cluster_environments(&documents, &environments, bundle, &mut out);
@@ -157,7 +160,11 @@ pub fn load(bundle: &Bundle) -> Loaded {
     let spec = build_all(documents, &inputs, &mut out);
     environments::unmatched(&environments, &cluster_environments, &placed, &known, &mut out);
     check::check(&spec, &known, bundle, &mut out);
-    finish(spec, super::diagnostic::without_follow_ons(out, unparsed))
+    let mut out = super::diagnostic::without_follow_ons(out, unparsed);
+    if layers_unparsed {
+        out.retain(|d| d.severity != super::diagnostic::Severity::Warning);
+    }
+    finish(spec, out)
 }
 
 /// Every document of every spec file that has a known `kind`, in file order, and whether some

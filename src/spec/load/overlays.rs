@@ -30,6 +30,16 @@ enum Partial {
     Environment,
 }
 
+impl Partial {
+    /// What a problem of a whole document or file is said to be in.
+    fn label(self) -> &'static str {
+        match self {
+            Partial::Overlay => "(overlay)",
+            Partial::Environment => "(environment)",
+        }
+    }
+}
+
 /// Every overlay of the bundle, by name: its documents, each validated as a partial spec of
 /// its kind.
 pub(super) fn parse_overlays(
@@ -62,8 +72,7 @@ fn parse_files(
         let documents = match yaml::parse(file, &bundle.files[file].text) {
             Ok(documents) => documents,
             Err(errors) => {
-                let what = if partial == Partial::Overlay { "(overlay)" } else { "(environment)" };
-                out.extend(errors.into_iter().map(|e| Diagnostic::error(Rule::Syntax, e.origin, what, e.message)));
+                out.extend(errors.into_iter().map(|e| Diagnostic::error(Rule::Syntax, e.origin, partial.label(), e.message)));
                 parsed_files.insert(name.clone(), Vec::new());
                 continue;
             }
@@ -82,7 +91,7 @@ fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, partial: Parti
         out.push(Diagnostic::error(
             Rule::Overlay,
             document.origin,
-            "(overlay)",
+            partial.label(),
             format!("expected a map with {expected}, found {}", document.describe()),
         ));
         return None;
@@ -108,7 +117,6 @@ fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, partial: Parti
         return None;
     };
     let mut spec = spec.clone();
-    let spec_schema = spec_schema(&schemas[&kind]);
     // NB: only fields of this kind: another kind's field is already an unknown field.
     let forbidden: &[&str] = match kind {
         Kind::Cluster => &["overlays", "environments"],
@@ -124,7 +132,7 @@ fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, partial: Parti
             );
         }
     }
-    schema::validate(&mut spec, &spec_schema, "spec", ValidateOptions { partial: true }, out);
+    schema::validate(&mut spec, &spec_schema(&schemas[&kind]), "spec", ValidateOptions { partial: true }, out);
     Some(OverlayDocument { kind, spec, target })
 }
 
