@@ -241,14 +241,23 @@ fn push_ref(
     }
 }
 
-/// The repository on this machine that remote URL `url` names (a path, or `file://`), if it
-/// does.
+/// The repository on this machine that remote URL `url` names (a path, or `file://` with an
+/// empty or `localhost` host and `%XX` escapes, as libgit2 reads it), if it does.
 fn local_path(url: &str) -> Option<PathBuf> {
-    match url.strip_prefix("file://") {
-        Some(path) => Some(PathBuf::from(path)),
-        None if !is_url(url) => Some(PathBuf::from(url)),
-        None => None,
+    let Some(rest) = url.strip_prefix("file://") else { return (!is_url(url)).then(|| PathBuf::from(url)) };
+    let path = rest.strip_prefix("localhost").unwrap_or(rest);
+    let mut bytes = Vec::with_capacity(path.len());
+    let mut input = path.bytes();
+    while let Some(byte) = input.next() {
+        if byte == b'%' {
+            let hex: Vec<u8> = input.by_ref().take(2).collect();
+            let escaped = std::str::from_utf8(&hex).ok().filter(|h| h.len() == 2).and_then(|h| u8::from_str_radix(h, 16).ok());
+            bytes.push(escaped?);
+        } else {
+            bytes.push(byte);
+        }
     }
+    String::from_utf8(bytes).ok().map(PathBuf::from)
 }
 
 /// Moves `branch` of the repository at `path` from `expected` to `commit` (whose objects ref
@@ -294,6 +303,21 @@ mod tests {
         }
         for path in ["/tmp/repo", "repo", "./a:b", "dir/user@host:x", "C"] {
             assert!(!is_url(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_remote_on_this_machine_is_found_as_libgit2_finds_it() {
+        for (url, path) in [
+            ("file:///tmp/a.git", Some("/tmp/a.git")),
+            ("file://localhost/tmp/a.git", Some("/tmp/a.git")),
+            ("file:///tmp/with%20space.git", Some("/tmp/with space.git")),
+            ("../gitops.git", Some("../gitops.git")),
+            ("file:///tmp/bad%2", None),
+            ("https://git.example.com/a.git", None),
+            ("git@github.com:org/repo.git", None),
+        ] {
+            assert_eq!(local_path(url), path.map(PathBuf::from), "{url}");
         }
     }
 }
