@@ -215,6 +215,58 @@ fn concurrent_commits_into_a_checkout_keep_its_index_whole() {
     assert_eq!(git(&repo, &["status", "--porcelain"]), "", "the work tree and index follow the last commit");
 }
 
+#[test]
+fn a_push_from_a_clone_that_is_behind_brings_its_work_tree_along() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = bare(dir.path(), "origin.git");
+    let seed = dir.path().join("seed");
+    git(dir.path(), &["clone", "-q", s(&origin), s(&seed)]);
+    std::fs::write(seed.join("README.md"), "one\n").unwrap();
+    git(&seed, &["add", "README.md"]);
+    git(&seed, &["commit", "-q", "-m", "readme"]);
+    git(&seed, &["push", "-q", "origin", "main"]);
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    git(dir.path(), &["clone", "-q", s(&origin), s(&a)]);
+    git(dir.path(), &["clone", "-q", s(&origin), s(&b)]);
+    std::fs::write(seed.join("README.md"), "two\n").unwrap();
+    git(&seed, &["commit", "-q", "-am", "upstream"]);
+    git(&seed, &["push", "-q", "origin", "main"]);
+    ok(&["commit", FLEET, "--repo", s(&a), "--author", AUTHOR, "--cluster", "dev", "--push", "-q"]);
+    // b is two commits behind: its branch, work tree and index follow the remote's changes.
+    ok(&["commit", FLEET, "--repo", s(&b), "--author", AUTHOR, "--cluster", "prod", "--push", "-q"]);
+    assert_eq!(git(&b, &["status", "--porcelain"]), "", "nothing the remote changed is staged as a revert");
+    assert_eq!(std::fs::read_to_string(b.join("README.md")).unwrap(), "two\n");
+    assert!(b.join("clusters/dev/plan.json").exists() && b.join("clusters/prod/plan.json").exists());
+    // A file written by hand where the move would write one: the push lands, the branch stays.
+    std::fs::create_dir_all(a.join("clusters/prod")).unwrap();
+    std::fs::write(a.join("clusters/prod/plan.json"), "mine\n").unwrap();
+    let before = git(&a, &["rev-parse", "main"]);
+    let output = tfrs(&["commit", FLEET, "--repo", s(&a), "--author", AUTHOR, "--cluster", "staging", "--push"]);
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    assert!(report(&output).contains("but local `main` was left as it is"), "{}", report(&output));
+    assert_eq!(std::fs::read_to_string(a.join("clusters/prod/plan.json")).unwrap(), "mine\n", "never overwritten");
+    assert_eq!(git(&a, &["rev-parse", "main"]), before);
+    assert_eq!(subjects(&origin, "main").len(), 5, "seed, upstream, dev, prod, staging");
+}
+
+#[test]
+fn a_commit_with_nothing_to_change_repairs_the_rendered_part_of_the_work_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("gitops");
+    git(dir.path(), &["init", "-q", "-b", "main", s(&repo)]);
+    ok(&["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR, "-q"]);
+    // As a run stopped after it moved the branch leaves them: a file cut short, an index entry
+    // of the commit before.
+    let plan = repo.join("clusters/dev/plan.json");
+    let bytes = std::fs::read(&plan).unwrap();
+    std::fs::write(&plan, b"").unwrap();
+    git(&repo, &["rm", "-q", "--cached", "clusters/prod/plan.json"]);
+    let stdout = ok(&["commit", FLEET, "--repo", s(&repo), "--author", AUTHOR]);
+    assert!(stdout.starts_with("no changes: `main`"), "{stdout}");
+    assert_eq!(std::fs::read(&plan).unwrap(), bytes);
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+}
+
 /// Runs `git args` in `dir` (with an identity for commits) and returns its standard output.
 fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
@@ -274,17 +326,13 @@ fn rendering_one_cluster_into_a_checkout_holding_the_others() {
     assert!(checkout.join("clusters/README.md").exists() && checkout.join("README.md").exists());
 }
 
-#[test]
-fn concurrent_renders_of_different_clusters_into_one_directory_all_land() {
-    let dir = tempfile::tempdir().unwrap();
-    let (whole, out) = (dir.path().join("whole"), dir.path().join("gitops"));
-    ok(&["render", FLEET, "--out", s(&whole)]);
-    ok(&["render", FLEET, "--out", s(&out), "--cluster", "dev"]);
-    let children: Vec<_> = ["staging", "prod"]
+/// Renders of `clusters`, all at once, into `out`: each succeeds.
+fn render_concurrently(out: &Path, clusters: &[&str]) {
+    let children: Vec<_> = clusters
         .iter()
         .map(|name| {
             command()
-                .args(["render", FLEET, "--out", s(&out), "--cluster", name])
+                .args(["render", FLEET, "--out", s(out), "--cluster", name])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -295,11 +343,27 @@ fn concurrent_renders_of_different_clusters_into_one_directory_all_land() {
         let output = child.wait_with_output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", report(&output));
     }
-    let (whole, after) = (files(&whole), files(&out));
-    for name in ["dev", "staging", "prod"] {
-        assert_eq!(plain(&cluster(&after, name)), plain(&cluster(&whole, name)), "{name}: both renders landed, one after the other");
+}
+
+#[test]
+fn concurrent_renders_of_different_clusters_into_one_directory_all_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, out, new) = (dir.path().join("whole"), dir.path().join("gitops"), dir.path().join("new"));
+    ok(&["render", FLEET, "--out", s(&whole)]);
+    ok(&["render", FLEET, "--out", s(&out), "--cluster", "dev"]);
+    render_concurrently(&out, &["staging", "prod"]);
+    // Into a directory that does not exist yet: the first render creates it, the others wait.
+    render_concurrently(&new, &["dev", "staging", "prod"]);
+    let whole = files(&whole);
+    for out in [&out, &new] {
+        let after = files(out);
+        for name in ["dev", "staging", "prod"] {
+            assert_eq!(plain(&cluster(&after, name)), plain(&cluster(&whole, name)), "{name}: every render landed, one after the other");
+        }
+        assert_eq!(after.keys().filter(|p| !p.starts_with("clusters/")).collect::<Vec<_>>(), [".tfrs-output"]);
     }
-    assert_eq!(after.keys().filter(|p| !p.starts_with("clusters/")).collect::<Vec<_>>(), [".tfrs-output"]);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(left.iter().all(|name| !name.contains(".tfrs-")), "no staging left beside them: {left:?}");
 }
 
 #[test]

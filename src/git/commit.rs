@@ -209,26 +209,53 @@ fn compare_and_swap(repo: &Repository, branch: &str, from: Option<Oid>, to: Oid)
 /// and write it back, and the last would drop what the others wrote. So this runs under a lock
 /// on the repository's Git directory, reads the index again once it holds it, and checks the
 /// directories out of the branch as it is then (which holds this commit, or one made on it).
-fn sync_worktree(repo: &Repository, branch: &str, dirs: &[String]) -> Result<(), git2::Error> {
-    if repo.is_bare() {
+///
+/// With `repair` (nothing was committed, but a run stopped after it moved the branch may have
+/// left the directories half-written), files of those directories that the branch does not
+/// hold are removed too, and their index entries are made again from the files: a checkout
+/// only looks at paths whose contents differ, not at index entries that went missing.
+fn sync_worktree(repo: &Repository, branch: &str, dirs: &[String], repair: bool) -> Result<(), git2::Error> {
+    if !checked_out(repo, branch)? {
         return Ok(());
     }
-    let head = repo.find_reference("HEAD")?;
-    if head.symbolic_target() != Ok(Some(branch_ref(branch).as_str())) {
-        return Ok(());
-    }
-    let lock = std::fs::File::open(repo.path()).and_then(|dir| dir.lock().map(|()| dir));
-    let lock = lock.map_err(|error| git2::Error::from_str(&format!("cannot lock `{}`: {error}", repo.path().display())))?;
-    repo.index()?.read(true)?;
+    let _lock = lock_git_dir(repo)?;
+    let mut index = repo.index()?;
+    index.read(true)?;
     let tree = repo.find_commit(repo.refname_to_id(&branch_ref(branch))?)?.tree()?;
     let mut checkout = CheckoutBuilder::new();
-    checkout.force();
+    checkout.force().remove_untracked(repair);
     for dir in dirs {
         checkout.path(dir);
     }
-    let result = repo.checkout_tree(tree.as_object(), Some(&mut checkout));
-    drop(lock);
-    result
+    repo.checkout_tree(tree.as_object(), Some(&mut checkout))?;
+    if repair {
+        index.read(true)?;
+        index.update_all(dirs, None)?;
+        index.add_all(dirs, git2::IndexAddOption::DEFAULT, None)?;
+        index.write()?;
+    }
+    Ok(())
+}
+
+/// Brings the work tree and index of checked-out `branch` from the branch's commit to `commit`
+/// (made on the remote's tip, which the local branch does not hold yet) as `git merge
+/// --ff-only` would, before the branch moves: a safe checkout, so a file changed by hand that
+/// the move would change stops it (the reason is returned; the branch is then left where it
+/// is). Without it the index would keep the old commit's entries of every path the remote
+/// changed, and a plain `git commit` would revert them.
+fn fast_forward_worktree(repo: &Repository, branch: &str, commit: Oid) -> std::result::Result<(), String> {
+    let result = (|| -> std::result::Result<(), git2::Error> {
+        if checked_out(repo, branch)? {
+            let _lock = lock_git_dir(repo)?;
+            repo.index()?.read(true)?;
+            let tree = repo.find_commit(commit)?.tree()?;
+            let mut checkout = CheckoutBuilder::new();
+            checkout.safe();
+            repo.checkout_tree(tree.as_object(), Some(&mut checkout))?;
+        }
+        Ok(())
+    })();
+    result.map_err(|error| error.message().to_owned())
 }
 
 /// Seals `tree` against the branch and commits it (see the module docs).
@@ -318,28 +345,66 @@ fn try_commit<R: CryptoRng + ?Sized>(
         }
     }
     let mut warnings = Vec::new();
+    let dirs = cluster_dirs(tree.files());
     if let Some(new_tip) = prepared.tip
         && Some(new_tip) != local_tip
     {
-        let moved = if options.push.as_ref().is_some_and(|p| p.follow_remote) {
-            repo.reference(&branch_ref(branch), new_tip, true, "tfrs commit").map(|_| true).unwrap_or(false)
-        } else {
-            compare_and_swap(repo, branch, local_tip, new_tip)?
-        };
-        if !moved {
+        if let Err(reason) = move_local(repo, options, (base, local_tip), new_tip)? {
             if !pushed {
                 return Ok(Attempt::Retry(None));
             }
-            warnings.push(format!("the commit was pushed, but local `{branch}` moved meanwhile and was left as it is"));
-        } else if let Err(error) = sync_worktree(repo, branch, &cluster_dirs(tree.files())) {
+            warnings.push(format!("the commit was pushed, but local `{branch}` was left as it is: {reason}"));
+        } else if let Err(error) = sync_worktree(repo, branch, &dirs, false) {
             warnings.push(format!("the work tree was not updated: {}", error.message()));
         }
+    } else if let Err(error) = sync_worktree(repo, branch, &dirs, true) {
+        // NB: nothing to commit, but a run stopped after it moved the branch may have left the
+        // rendered directories of the work tree and index behind: they are brought up to date.
+        eprintln!("warning: the work tree was not updated: {}", error.message());
     }
     let ids = prepared.ids;
     Ok(Attempt::Done(match (prepared.diff, prepared.tip) {
         (Some(diff), Some(commit)) => Outcome::Committed { commit, parent: base, diff, attempt, pushed, warnings, ids },
         _ => Outcome::NoChanges { tip: base, pushed, ids },
     }))
+}
+
+/// Moves the local branch from `local_tip` to `new_tip`, made on `base` (the two of `tips`):
+/// with a compare-and-swap, or (following a remote) by force; where the branch is checked out
+/// and `base` is a remote tip it does not hold, after the work tree followed. `Err(reason)` when
+/// it was not moved.
+fn move_local(
+    repo: &Repository,
+    options: &CommitOptions,
+    (base, local_tip): (Option<Oid>, Option<Oid>),
+    new_tip: Oid,
+) -> Result<std::result::Result<(), String>> {
+    let branch = options.branch.as_str();
+    // NB: on a remote tip the local branch does not hold, the work tree follows first.
+    let ready = if base == local_tip { Ok(()) } else { fast_forward_worktree(repo, branch, new_tip) };
+    Ok(match ready {
+        Err(reason) => Err(reason),
+        Ok(()) if options.push.as_ref().is_some_and(|p| p.follow_remote) => {
+            repo.reference(&branch_ref(branch), new_tip, true, "tfrs commit").map(drop).map_err(|e| e.message().to_owned())
+        }
+        Ok(()) if compare_and_swap(repo, branch, local_tip, new_tip)? => Ok(()),
+        Ok(()) => Err("it moved meanwhile".to_owned()),
+    })
+}
+
+/// Whether `repo` has a work tree whose `HEAD` is `branch`.
+fn checked_out(repo: &Repository, branch: &str) -> std::result::Result<bool, git2::Error> {
+    if repo.is_bare() {
+        return Ok(false);
+    }
+    Ok(repo.find_reference("HEAD")?.symbolic_target() == Ok(Some(branch_ref(branch).as_str())))
+}
+
+/// A lock on `repo`'s Git directory, held until dropped: the steps that write its index take
+/// turns.
+fn lock_git_dir(repo: &Repository) -> std::result::Result<std::fs::File, git2::Error> {
+    let lock = std::fs::File::open(repo.path()).and_then(|dir| dir.lock().map(|()| dir));
+    lock.map_err(|error| git2::Error::from_str(&format!("cannot lock `{}`: {error}", repo.path().display())))
 }
 
 /// Seals `tree` against `base` and writes the commit of it over `base` (its objects stored,

@@ -48,12 +48,10 @@ pub fn cache(url: &str, cache_root: &Path) -> Result<Repository> {
         }
         Ok(repo)
     };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| Error::Cache { path: parent.to_path_buf(), source })?;
-    }
-    let repo = open(&path).map_err(|source| Error::Open { path: path.display().to_string(), source })?;
+    // NB: locked before it is opened: creating it, or setting its remote, writes its config.
+    std::fs::create_dir_all(&path).map_err(|source| Error::Cache { path: path.clone(), source })?;
     hold(&path, url).map_err(|source| Error::Cache { path: path.clone(), source })?;
-    Ok(repo)
+    open(&path).map_err(|source| Error::Open { path: path.display().to_string(), source })
 }
 
 /// The clone caches this process holds, each locked until it ends.

@@ -69,14 +69,15 @@ fn sibling(out: &Path, suffix: &str) -> PathBuf {
     out.with_file_name(format!(".{name}.{suffix}"))
 }
 
-/// Takes the lock of output directory `out`, when it exists, held until the file returned is
-/// dropped: renders into one directory (two CI jobs rendering different clusters into one
-/// checkout) run one after the other, each reading what the one before left, rather than
-/// mixing their updates. The lock is an advisory lock (`flock`) on the directory itself, so
-/// nothing is written for it; a render that swapped in a new directory leaves the lock on the
-/// old one, so a waiting run that gets it checks that it holds the directory that is there now,
-/// and locks again if not. A run that has to wait says so. A directory that does not exist yet
-/// is not locked (two first renders into one new directory are not serialised).
+/// Takes the lock of output directory `out`, held until the file returned is dropped: renders
+/// into one directory (two CI jobs rendering different clusters into one checkout) run one
+/// after the other, each reading what the one before left, rather than mixing their updates.
+/// The lock is an advisory lock (`flock`) on the directory itself, so nothing is written for
+/// it; while `out` does not exist yet, on its parent directory (two first renders into one new
+/// directory would otherwise stage into one temporary directory). A render that swapped in a
+/// new directory leaves the lock on the old one (or on the parent), so a waiting run that gets
+/// it checks that it holds what stands for `out` now, and locks again if not. A run that has
+/// to wait says so. Without a parent directory either, nothing is locked.
 ///
 /// # Errors
 ///
@@ -84,10 +85,12 @@ fn sibling(out: &Path, suffix: &str) -> PathBuf {
 pub fn lock(out: &Path) -> anyhow::Result<Option<fs::File>> {
     let mut said = false;
     loop {
-        let dir = match fs::File::open(out) {
+        let exists = out.exists();
+        let target = if exists { out } else { out.parent().filter(|p| p.is_dir()).unwrap_or(out) };
+        let dir = match fs::File::open(target) {
             Ok(dir) => dir,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(anyhow::Error::new(error).context(format!("cannot open `{}` to lock it", out.display()))),
+            Err(error) => return Err(anyhow::Error::new(error).context(format!("cannot open `{}` to lock it", target.display()))),
         };
         match dir.try_lock() {
             Ok(()) => {}
@@ -96,13 +99,13 @@ pub fn lock(out: &Path) -> anyhow::Result<Option<fs::File>> {
                     eprintln!("waiting for another `tfrs render` into `{}` to finish", out.display());
                     said = true;
                 }
-                dir.lock().with_context(|| format!("cannot lock `{}`", out.display()))?;
+                dir.lock().with_context(|| format!("cannot lock `{}`", target.display()))?;
             }
             Err(fs::TryLockError::Error(error)) => {
-                return Err(anyhow::Error::new(error).context(format!("cannot lock `{}`", out.display())));
+                return Err(anyhow::Error::new(error).context(format!("cannot lock `{}`", target.display())));
             }
         }
-        if same_file(&dir, out) {
+        if out.exists() == exists && same_file(&dir, target) {
             return Ok(Some(dir));
         }
     }
