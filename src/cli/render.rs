@@ -22,7 +22,10 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let out = write::resolve(&args.out)?;
     // NB: `--check` writes nothing, so it takes no lock.
     let _lock = if args.check { None } else { write::lock(&out)? };
-    if !args.check {
+    if args.check {
+        // NB: a tree left part-way through an update would be compared half old, half new.
+        write::check_settled(&out)?;
+    } else {
         write::recover(&out)?;
         write::check_writable(&out)?;
     }

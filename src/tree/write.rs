@@ -164,7 +164,8 @@ pub fn recover(out: &Path) -> anyhow::Result<()> {
 /// The tree is part-way through an update.
 pub fn check_settled(dir: &Path) -> anyhow::Result<()> {
     let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let Some(root) = dir.ancestors().find(|a| a.join(MARKER).is_file()) else { return Ok(()) };
+    // NB: a Git checkout holds no marker; its own update journal is beside it.
+    let Some(root) = dir.ancestors().find(|a| a.join(MARKER).is_file() || is_checkout(a)) else { return Ok(()) };
     if sibling(root, "tfrs-update").join(JOURNAL).exists() {
         bail!(
             "`{}` is part-way through an update left by an interrupted `tfrs render`\n  hint: run the same `tfrs render` into it again; it finishes the update first",

@@ -219,6 +219,28 @@ fn a_git_work_tree_is_updated_in_place_never_replaced() {
 }
 
 #[test]
+fn check_refuses_a_tree_left_part_way_through_an_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    render("render-minimal", &out);
+    // As a render killed after its journal was in place leaves it.
+    let update = dir.path().join(".out.tfrs-update");
+    std::fs::create_dir_all(&update).unwrap();
+    std::fs::write(update.join("journal.json"), r#"{"remove":[],"write":[]}"#).unwrap();
+    let check = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap(), "--check"]);
+    assert_eq!(check.status.code(), Some(2), "{}", report(&check));
+    assert!(
+        String::from_utf8_lossy(&check.stderr).contains("is part-way through an update left by an interrupted `tfrs render`"),
+        "{}",
+        report(&check)
+    );
+    // The render finishes it; then the check passes.
+    render("render-minimal", &out);
+    let check = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap(), "--check"]);
+    assert_eq!(check.status.code(), Some(0), "{}", report(&check));
+}
+
+#[test]
 fn a_markdown_diff_of_a_large_change_stays_under_a_pull_request_comment() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
