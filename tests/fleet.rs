@@ -158,22 +158,11 @@ fn subjects(repo: &Path, branch: &str) -> Vec<String> {
 /// repository at `path`): all three land, and together they are a commit of the whole fleet.
 fn commit_concurrently(dir: &Path, repo: &str, path: &Path) {
     let cache = dir.join("cache");
-    let children: Vec<_> = ["dev", "staging", "prod"]
-        .iter()
-        .map(|name| {
-            command()
-                .env("XDG_CACHE_HOME", &cache)
-                .args(["commit", FLEET, "--repo", repo, "--author", AUTHOR, "--cluster", name])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        assert_eq!(output.status.code(), Some(0), "{repo}: {}", report(&output));
-    }
+    all_at_once(["dev", "staging", "prod"].map(|name| {
+        let mut commit = command();
+        commit.env("XDG_CACHE_HOME", &cache).args(["commit", FLEET, "--repo", repo, "--author", AUTHOR, "--cluster", name]);
+        commit
+    }));
     let landed = subjects(path, "main");
     let renders: Vec<&String> = landed.iter().filter(|s| s.starts_with("tfrs: render ")).collect();
     assert_eq!(renders.len(), 3, "{repo}: one commit per cluster, none lost: {landed:?}");
@@ -326,23 +315,23 @@ fn rendering_one_cluster_into_a_checkout_holding_the_others() {
     assert!(checkout.join("clusters/README.md").exists() && checkout.join("README.md").exists());
 }
 
-/// Renders of `clusters`, all at once, into `out`: each succeeds.
-fn render_concurrently(out: &Path, clusters: &[&str]) {
-    let children: Vec<_> = clusters
-        .iter()
-        .map(|name| {
-            command()
-                .args(["render", FLEET, "--out", s(out), "--cluster", name])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+/// Runs `commands` all at once: each must succeed.
+fn all_at_once(commands: impl IntoIterator<Item = Command>) {
+    let children: Vec<_> =
+        commands.into_iter().map(|mut command| command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()).collect();
     for child in children {
         let output = child.wait_with_output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", report(&output));
     }
+}
+
+/// Renders of `clusters`, all at once, into `out`: each succeeds.
+fn render_concurrently(out: &Path, clusters: &[&str]) {
+    all_at_once(clusters.iter().map(|name| {
+        let mut render = command();
+        render.args(["render", FLEET, "--out", s(out), "--cluster", name]);
+        render
+    }));
 }
 
 #[test]
@@ -808,20 +797,29 @@ differs between clusters:
     assert!(graph.contains("namespaces/acme/servers/helpdesk") && !graph.contains("globex"), "{graph}");
 }
 
-#[test]
-fn plan_never_shows_a_literal_secret() {
+/// `tfrs args`, run beside a copy of the fleet (`fleet/`) whose `file` has its first `from`
+/// made `to`.
+fn in_edited_fleet(file: &str, from: &str, to: &str, args: &[&str]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let fleet = dir.path().join("fleet");
     common::copy_dir(&common::root().join(FLEET), &fleet);
-    let prod = fleet.join("environments/prod.yaml");
+    let path = fleet.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{file} holds {from:?}");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    command().current_dir(dir.path()).args(args).output().unwrap()
+}
+
+#[test]
+fn plan_never_shows_a_literal_secret() {
     let literal = "s3cret-prod-only-literal";
-    let text = std::fs::read_to_string(&prod).unwrap().replacen(
-        "  postgresql: { instances: 3, storage: 50Gi }",
-        &format!("  postgresql: {{ instances: 3, storage: 50Gi }}\n  redis: {{ password: {{ value: {literal} }} }}"),
-        1,
+    let postgresql = "  postgresql: { instances: 3, storage: 50Gi }";
+    let output = in_edited_fleet(
+        "environments/prod.yaml",
+        postgresql,
+        &format!("{postgresql}\n  redis: {{ password: {{ value: {literal} }} }}"),
+        &["plan", "fleet"],
     );
-    std::fs::write(&prod, text).unwrap();
-    let output = command().current_dir(dir.path()).args(["plan", "fleet"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("spec.redis.password.value: dev (not set), staging (not set), prod <redacted>"), "{stdout}");
@@ -830,17 +828,8 @@ fn plan_never_shows_a_literal_secret() {
 
 #[test]
 fn plan_compares_the_namespace_in_effect() {
-    let dir = tempfile::tempdir().unwrap();
-    let fleet = dir.path().join("fleet");
-    common::copy_dir(&common::root().join(FLEET), &fleet);
-    let dev = fleet.join("environments/dev.yaml");
-    let text = std::fs::read_to_string(&dev).unwrap().replacen(
-        "  rabbitmq: { enabled: false }",
-        "  rabbitmq: { enabled: false }\n  namespace: acme-dev",
-        1,
-    );
-    std::fs::write(&dev, text).unwrap();
-    let output = command().current_dir(dir.path()).args(["plan", "fleet"]).output().unwrap();
+    let rabbitmq = "  rabbitmq: { enabled: false }";
+    let output = in_edited_fleet("environments/dev.yaml", rabbitmq, &format!("{rabbitmq}\n  namespace: acme-dev"), &["plan", "fleet"]);
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("  acme (namespace acme-dev): helpdesk\n"), "{stdout}");
@@ -931,17 +920,12 @@ fn the_diff_says_first_what_rolls_and_what_is_risky() {
 
 #[test]
 fn an_invalid_object_is_not_also_called_missing_by_its_environments() {
-    let dir = tempfile::tempdir().unwrap();
-    let fleet = dir.path().join("fleet");
-    common::copy_dir(&common::root().join(FLEET), &fleet);
-    let tenants = fleet.join("tenants.yaml");
-    let text = std::fs::read_to_string(&tenants).unwrap().replacen(
+    let output = in_edited_fleet(
+        "tenants.yaml",
         "postgresql: { instances: 1, storage: 5Gi }",
         "postgresql: { instances: one, storage: 5Gi }",
-        1,
+        &["validate", "fleet"],
     );
-    std::fs::write(&tenants, text).unwrap();
-    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", report(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("fleet/tenants.yaml:9:28: spec.postgresql.instances: expected an integer"), "{stderr}");
