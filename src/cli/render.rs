@@ -20,15 +20,7 @@ use std::path::Path;
 /// Runs `tfrs render`.
 pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
     let out = write::resolve(&args.out)?;
-    // NB: `--check` writes nothing, so it takes no lock.
-    let _lock = if args.check { None } else { write::lock(&out)? };
-    if args.check {
-        // NB: a tree left part-way through an update would be compared half old, half new.
-        write::check_settled(&out)?;
-    } else {
-        write::recover(&out)?;
-        write::check_writable(&out)?;
-    }
+    let _lock = prepare_out(&out, args.check)?;
     let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
         return Ok(Status::Failure);
     };
@@ -78,6 +70,20 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // NB: the process ends next; freeing what is left one by one is not worth its time.
     std::mem::forget((sum, spec, bundle));
     Ok(Status::Success)
+}
+
+/// Locks `out`, finishes or undoes what an interrupted render left there and checks that it
+/// may be written. `--check` writes nothing, so it takes no lock; it refuses a tree left
+/// part-way through an update, which it would compare half old, half new.
+fn prepare_out(out: &Path, check: bool) -> anyhow::Result<Option<std::fs::File>> {
+    if check {
+        write::check_settled(out)?;
+        return Ok(None);
+    }
+    let lock = write::lock(out)?;
+    write::recover(out)?;
+    write::check_writable(out)?;
+    Ok(lock)
 }
 
 /// The rest of the output directory, to remove: the files of no rendered or kept cluster. In a
