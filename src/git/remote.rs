@@ -62,14 +62,7 @@ static HELD: std::sync::Mutex<Vec<std::fs::File>> = std::sync::Mutex::new(Vec::n
 /// than fail on each other's ref locks. A run that has to wait says so.
 fn hold(path: &Path, url: &str) -> std::io::Result<()> {
     let dir = std::fs::File::open(path)?;
-    match dir.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            eprintln!("waiting for another tfrs run that uses `{url}`");
-            dir.lock()?;
-        }
-        Err(std::fs::TryLockError::Error(error)) => return Err(error),
-    }
+    crate::tree::write::lock_in_turn(&dir, || eprintln!("waiting for another tfrs run that uses `{url}`"))?;
     HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(dir);
     Ok(())
 }
@@ -196,7 +189,7 @@ pub fn push(repo: &Repository, remote: &str, branch: &str, commit: Oid, expected
         return Ok(Pushed::Rejected(reason));
     }
     if let Some(path) = local {
-        let moved = move_local_branch(&path, branch, commit, expected, &target).map_err(fail)?;
+        let moved = move_branch_on_this_machine(&path, branch, commit, expected, &target).map_err(fail)?;
         if !moved {
             return Ok(Pushed::Rejected("the remote branch moved since it was fetched".to_owned()));
         }
@@ -261,7 +254,7 @@ fn local_path(url: &str) -> Option<PathBuf> {
 /// Moves `branch` of the repository at `path` from `expected` to `commit` (whose objects ref
 /// `incoming` brought over), then removes `incoming`; `false` when the branch is not at
 /// `expected` any more (or, for `None`, exists already).
-fn move_local_branch(
+fn move_branch_on_this_machine(
     path: &Path,
     branch: &str,
     commit: Oid,

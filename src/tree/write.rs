@@ -92,22 +92,33 @@ pub fn lock(out: &Path) -> anyhow::Result<Option<fs::File>> {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(anyhow::Error::new(error).context(format!("cannot open `{}` to lock it", target.display()))),
         };
-        match dir.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                if !said {
-                    eprintln!("waiting for another `tfrs render` into `{}` to finish", out.display());
-                    said = true;
-                }
-                dir.lock().with_context(|| format!("cannot lock `{}`", target.display()))?;
+        lock_in_turn(&dir, || {
+            if !said {
+                eprintln!("waiting for another `tfrs render` into `{}` to finish", out.display());
+                said = true;
             }
-            Err(fs::TryLockError::Error(error)) => {
-                return Err(anyhow::Error::new(error).context(format!("cannot lock `{}`", target.display())));
-            }
-        }
+        })
+        .with_context(|| format!("cannot lock `{}`", target.display()))?;
         if out.exists() == exists && same_file(&dir, target) {
             return Ok(Some(dir));
         }
+    }
+}
+
+/// Takes the advisory lock (`flock`) of open `file`, calling `waiting` first when another
+/// process holds it (to say so), then waiting for it.
+///
+/// # Errors
+///
+/// The lock cannot be taken.
+pub fn lock_in_turn(file: &fs::File, waiting: impl FnOnce()) -> std::io::Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(fs::TryLockError::WouldBlock) => {
+            waiting();
+            file.lock()
+        }
+        Err(fs::TryLockError::Error(error)) => Err(error),
     }
 }
 

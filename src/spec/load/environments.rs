@@ -54,7 +54,8 @@ pub(super) fn tenant_placements(documents: &[(Kind, Node)]) -> BTreeMap<String, 
 /// server's `clusters` restriction aside): an environment document that names one of them is
 /// never reported as changing nothing, whatever else is wrong with that object. A tenant
 /// placed nowhere (its `clusters` empty or missing: that is reported), its servers, and a
-/// server of no tenant are there with the empty cluster, so that no environment naming them is reported too.
+/// server of no tenant are there with the empty cluster, so that no environment naming them
+/// is reported too.
 pub(super) fn declared(documents: &[(Kind, Node)], tenants: &BTreeMap<String, Vec<String>>) -> BTreeSet<(Kind, String, String)> {
     let mut out = BTreeSet::new();
     for (kind, document) in documents {
