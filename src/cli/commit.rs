@@ -169,8 +169,8 @@ fn build_with_memo(
     memos: Option<&Path>,
 ) -> anyhow::Result<Option<WithMemo>> {
     let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
-    let mut jobs = crate::render::memo::Previous::new();
-    let mut namespaces = unit::Previous::new();
+    let mut jobs = crate::render::memo::Previous::default();
+    let mut namespaces = unit::Previous::default();
     let mut known = None;
     if let Some(memos) = memos {
         let tip = repo.find_reference(&format!("refs/heads/{branch}")).ok().and_then(|r| r.peel_to_tree().ok());
@@ -180,7 +180,7 @@ fn build_with_memo(
         let names: Vec<&str> = spec.clusters.iter().map(|c| c.name()).collect();
         std::thread::scope(|scope| -> anyhow::Result<()> {
             let loading = scope.spawn(|| {
-                let mut loaded = (crate::render::memo::Previous::new(), unit::Previous::new());
+                let mut loaded = (crate::render::memo::Previous::default(), unit::Previous::default());
                 for name in &names {
                     loaded.0.extend(memo_cache::load_jobs(memos, name));
                     loaded.1.extend(memo_cache::load_units(memos, name));

@@ -39,16 +39,27 @@ impl Setup {
     /// that.
     #[must_use]
     pub fn cluster_inputs(&self, part: &Spec, bundle: &Bundle) -> Option<[u8; 32]> {
+        use rayon::prelude::*;
         let cluster = part.clusters.first()?;
+        let objects: Vec<(&str, &(dyn ObjectParts + Sync))> = (part.clusters.iter().map(|o| ("cluster", o as &(dyn ObjectParts + Sync))))
+            .chain(part.tenants.iter().map(|o| ("tenant", o as &(dyn ObjectParts + Sync))))
+            .chain(part.servers.iter().map(|o| ("server", o as &(dyn ObjectParts + Sync))))
+            .collect();
+        // NB: made side by side (a large cluster has thousands of objects), fed in order.
+        let digests: Vec<[u8; 32]> = objects.par_iter().map(|(kind, o)| o.digest(kind)).collect();
+        let files = objects
+            .par_iter()
+            .map(|(_, o)| {
+                let mut files = BTreeSet::new();
+                o.files(&mut files);
+                files
+            })
+            .reduce(BTreeSet::new, |mut all, more| {
+                all.extend(more);
+                all
+            });
         let mut hasher = Sha256::new();
-        let mut files = BTreeSet::new();
-        let mut object = |kind: &str, o: &dyn ObjectParts| {
-            hasher.update(o.digest(kind));
-            o.files(&mut files);
-        };
-        part.clusters.iter().for_each(|o| object("cluster", o));
-        part.tenants.iter().for_each(|o| object("tenant", o));
-        part.servers.iter().for_each(|o| object("server", o));
+        digests.iter().for_each(|digest| hasher.update(digest));
         for index in files {
             let file = bundle.files.get(index)?;
             hasher.update(memo::inputs_digest(&[b"file", file.name.as_bytes(), file.text.as_bytes()], &()));

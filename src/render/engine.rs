@@ -144,7 +144,7 @@ impl<'a> Context<'a> {
                 (job.component, done)
             })
             .collect();
-        let index: std::collections::HashMap<String, usize> = components.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        let index: rustc_hash::FxHashMap<String, usize> = components.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
         for (component, done) in done {
             if let (Some(objects), Some(&i)) = (self.finish(done), index.get(&component)) {
                 components[i].objects.extend(objects);

@@ -11,7 +11,7 @@ use crate::spec::model::{ClusterSpec, GitopsEngine};
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::{Value as Json, json};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// The values of a GitOps template (`gitops/flux.yaml`, `gitops/argocd.yaml`), over the
 /// cluster's shared values (docs/templates.md, "GitOps templates").
@@ -74,7 +74,7 @@ pub(crate) fn gitops_objects(
     let origin = cluster.locate("spec.gitops");
     let given: Vec<_> = components.iter_mut().map(|component| component.gitops.take()).collect();
     let components = &*components;
-    let names: HashMap<&str, String> = components.par_iter().map(|c| (c.id.as_str(), gitops_name(name, c))).collect();
+    let names: rustc_hash::FxHashMap<&str, String> = components.par_iter().map(|c| (c.id.as_str(), gitops_name(name, c))).collect();
     let base = minijinja::Value::from(minijinja::value::Serde(values));
     let labels = labels(name, "gitops");
     let (env, memo) = (context.env, context.memo);

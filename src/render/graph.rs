@@ -4,7 +4,8 @@
 //! Cycles are impossible by construction: [`Graph::add`] only accepts dependencies on
 //! components already added, so insertion order is a topological order.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 /// A dependency graph of component ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

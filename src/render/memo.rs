@@ -111,7 +111,7 @@ pub fn plan_job(cluster: &str) -> String {
 
 /// The last run's entries as a [`Memo`] looks them up: by job key, each given back at most once
 /// (read straight into this form: a large cluster has tens of thousands).
-pub type Previous = HashMap<String, Mutex<Option<Entry>>>;
+pub type Previous = rustc_hash::FxHashMap<String, Mutex<Option<Entry>>>;
 
 /// `table` as a [`Memo`] looks it up.
 #[must_use]
@@ -167,7 +167,7 @@ impl<'a> Memo<'a> {
     /// holds by relative path.
     #[must_use]
     pub fn new(key: Zeroizing<[u8; 32]>, build: String, previous: Previous, tree: &'a dyn Contents) -> Memo<'a> {
-        Memo { stamper: Stamper { key, build }, previous, tree, units: HashMap::new(), frames: HashMap::new() }
+        Memo { stamper: Stamper { key, build }, previous, tree, units: PreviousUnits::default(), frames: HashMap::new() }
     }
 
     /// This memo with the last run's tenant namespaces `units` and, per cluster, the digest of
@@ -356,7 +356,7 @@ pub struct UnitComponent {
 pub type UnitTable = BTreeMap<String, UnitEntry>;
 
 /// The last run's namespaces as a [`Memo`] looks them up, each given back at most once.
-pub type PreviousUnits = HashMap<String, Mutex<Option<UnitEntry>>>;
+pub type PreviousUnits = rustc_hash::FxHashMap<String, Mutex<Option<UnitEntry>>>;
 
 /// A sealed Secret's file given back with its namespace: the object, its content id and the
 /// memo entry that vouches for it (moved into this run's memo by the tree).

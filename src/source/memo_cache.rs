@@ -18,7 +18,7 @@ use crate::render::stamp::ClusterStamp;
 use crate::render::unit;
 use crate::tree::current::Records;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -53,7 +53,7 @@ const ENTRIES: &str = "tfrs memo entries v2";
 
 /// The entries of the file at `path` (see [`ENTRIES`]), each to be taken once; `None` when it
 /// cannot be read as such.
-fn read_entries<V: serde::de::DeserializeOwned + Send>(path: &Path) -> Option<HashMap<String, Mutex<Option<V>>>> {
+fn read_entries<V: serde::de::DeserializeOwned + Send>(path: &Path) -> Option<rustc_hash::FxHashMap<String, Mutex<Option<V>>>> {
     use rayon::prelude::*;
     let text = std::fs::read_to_string(path).ok()?;
     let (header, rest) = text.split_once('\n')?;
@@ -63,7 +63,7 @@ fn read_entries<V: serde::de::DeserializeOwned + Send>(path: &Path) -> Option<Ha
         .map(|piece| piece.lines().map(|line| serde_json::from_str(line).ok()).collect())
         .collect();
     let pieces = pieces.into_iter().collect::<Option<Vec<_>>>()?;
-    let mut entries = HashMap::with_capacity(pieces.iter().map(Vec::len).sum());
+    let mut entries = rustc_hash::FxHashMap::with_capacity_and_hasher(pieces.iter().map(Vec::len).sum(), rustc_hash::FxBuildHasher);
     for (key, value) in pieces.into_iter().flatten() {
         entries.insert(key, Mutex::new(Some(value)));
     }
@@ -341,7 +341,7 @@ mod tests {
         let mut file = std::io::BufWriter::new(std::fs::File::create(&path).expect("file"));
         write_entries(&mut file, &Slice::new(&table, "c/")).expect("written");
         drop(file);
-        let read: HashMap<String, Mutex<Option<Vec<String>>>> = read_entries(&path).expect("read");
+        let read: rustc_hash::FxHashMap<String, Mutex<Option<Vec<String>>>> = read_entries(&path).expect("read");
         let read: BTreeMap<String, Vec<String>> =
             read.into_iter().map(|(key, value)| (key, value.into_inner().expect("lock").expect("entry"))).collect();
         assert_eq!(read, table);
@@ -349,7 +349,7 @@ mod tests {
         let mut file = std::io::BufWriter::new(std::fs::File::create(&path).expect("file"));
         write_entries(&mut file, &Slice::new(&table, "c/job \"1")).expect("written");
         drop(file);
-        let some: HashMap<String, Mutex<Option<Vec<String>>>> = read_entries(&path).expect("read");
+        let some: rustc_hash::FxHashMap<String, Mutex<Option<Vec<String>>>> = read_entries(&path).expect("read");
         assert_eq!(some.len(), table.keys().filter(|key| key.starts_with("c/job \"1")).count());
         // A cut line, or a file of another form, is no entries at all.
         let text = std::fs::read_to_string(&path).expect("text");

@@ -17,8 +17,8 @@
 use super::write::Stat;
 use anyhow::Context as _;
 use rayon::prelude::*;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::BTreeMap;
-use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
 
@@ -91,11 +91,11 @@ pub(crate) fn list_below<V>(out: &Path, below: &str, records: &Recorded<'_, V>) 
     // the nearest recorded directory above it read: that directory may be trusted, and would
     // not name it.
     let mut demoted: HashSet<&str> =
-        files.iter().map(|path| parent(path)).filter(|dir| !found.contains_key(dir)).filter_map(|dir| nearest(&found, dir)).collect();
+        files.par_iter().map(|path| parent(path)).filter(|dir| !found.contains_key(dir)).filter_map(|dir| nearest(&found, dir)).collect();
     let trusted = |dir: &str| matches!(found.get(dir), Some(Found::Trusted(_)));
     // The recorded files of trusted directories: stat'ed, never read.
-    let kept: Vec<&str> = files.iter().copied().filter(|path| trusted(parent(path)) && !demoted.contains(parent(path))).collect();
-    let stated: Vec<(&str, Option<Stat>)> = kept.par_iter().map(|path| (*path, regular_file(&out.join(path)))).collect();
+    let stated: Vec<(&str, Option<Stat>)> =
+        files.par_iter().filter(|p| trusted(parent(p)) && !demoted.contains(parent(p))).map(|p| (*p, regular_file(&out.join(p)))).collect();
     // NB: a trusted directory one of whose files is gone or is not a file any more (changed
     // within a clock tick) is read after all.
     demoted.extend(stated.iter().filter(|(_, stat)| stat.is_none()).map(|(path, _)| parent(path)));
@@ -120,9 +120,8 @@ pub(crate) fn list_below<V>(out: &Path, below: &str, records: &Recorded<'_, V>) 
     let skip = |dir: &str| Found::is_there(found.get(dir));
     let read: Vec<anyhow::Result<Listing>> =
         to_read.into_par_iter().map(|(dir, stat)| read_dir(&out.join(&dir), dir, stat, &skip)).collect();
-    listing.files.extend(
-        stated.into_iter().filter(|(path, _)| !demoted.contains(parent(path))).filter_map(|(path, stat)| Some((path.to_owned(), stat?))),
-    );
+    let kept = stated.into_par_iter().filter(|(path, _)| !demoted.contains(parent(path)));
+    listing.files = kept.filter_map(|(path, stat)| Some((path.to_owned(), stat?))).collect();
     for part in read {
         listing.absorb(part?);
     }
@@ -155,7 +154,7 @@ fn nearest<'a>(found: &HashMap<&'a str, Found>, mut dir: &str) -> Option<&'a str
 /// what stands there now is found among its entries.
 fn find_recorded<'a>(out: &Path, recorded: &[(&'a str, &Stat)], changed_by: u64) -> HashMap<&'a str, Found> {
     let stats: Vec<Option<Stat>> = recorded.par_iter().map(|(dir, _)| directory(&out.join(dir))).collect();
-    let mut found = HashMap::with_capacity(recorded.len());
+    let mut found = HashMap::with_capacity_and_hasher(recorded.len(), rustc_hash::FxBuildHasher);
     for (index, ((dir, record), stat)) in recorded.iter().zip(stats).enumerate() {
         let parent_is_there = index == 0 || Found::is_there(found.get(parent(dir)));
         let now = match stat {

@@ -172,9 +172,10 @@ pub fn load(bundle: &Bundle) -> Loaded {
 fn parse_documents(bundle: &Bundle, out: &mut Vec<Diagnostic>) -> (Vec<(Kind, Node)>, bool) {
     let mut documents = Vec::new();
     let mut unparsed = false;
-    for &file in &bundle.specs {
-        let text = &bundle.files[file].text;
-        let parsed = match yaml::parse(file, text) {
+    // NB: the files side by side (each also in pieces): a small file is not parsed alone.
+    let all: Vec<_> = bundle.specs.par_iter().map(|&file| yaml::parse(file, &bundle.files[file].text)).collect();
+    for parsed in all {
+        let parsed = match parsed {
             Ok(parsed) => parsed,
             Err(errors) => {
                 unparsed = true;
