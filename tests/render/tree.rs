@@ -3,7 +3,7 @@
 
 use super::common;
 use super::{copy_fixture, mask_ciphertext, read_tree, render, report, root, tfrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 #[test]
@@ -22,7 +22,7 @@ fn re_rendering_unchanged_specs_changes_no_byte() {
         let output = tfrs(&["render", &format!("fixtures/{fixture}"), "--out", out.to_str().unwrap(), "--no-memo"]);
         assert!(String::from_utf8_lossy(&output.stdout).contains("(0 changed, 0 removed)"), "{fixture}: {}", report(&output));
         assert_eq!(first, read_tree(&out), "{fixture}: re-rendering without the memo changed bytes");
-        let check = tfrs(&["render", &format!("fixtures/{fixture}"), "--out", out.to_str().unwrap(), "--check"]);
+        let check = render_check(fixture, &out);
         assert_eq!(check.status.code(), Some(0), "{}", report(&check));
         // Into a fresh directory: the same tree but for fresh ciphertext.
         let fresh = dir.path().join("fresh");
@@ -39,6 +39,11 @@ fn re_rendering_unchanged_specs_changes_no_byte() {
         }
         assert!(differing > 0, "{fixture}: sealing must be randomised");
     }
+}
+
+/// `tfrs render --check` of fixture `fixture` against `out`.
+fn render_check(fixture: &str, out: &Path) -> Output {
+    tfrs(&["render", &format!("fixtures/{fixture}"), "--out", out.to_str().unwrap(), "--check"])
 }
 
 /// `(reused, units)` from a render's "; R of U templated units reused" note.
@@ -121,7 +126,7 @@ fn check_mode_reports_an_out_of_date_tree() {
     let out = dir.path().join("out");
     render("render-minimal", &out);
     std::fs::write(out.join("clusters/bare/plan.json"), "{}").unwrap();
-    let check = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap(), "--check"]);
+    let check = render_check("render-minimal", &out);
     assert_eq!(check.status.code(), Some(1), "{}", report(&check));
     assert_eq!(std::fs::read_to_string(out.join("clusters/bare/plan.json")).unwrap(), "{}", "--check never writes");
 }
@@ -214,7 +219,7 @@ fn a_git_work_tree_is_updated_in_place_never_replaced() {
     assert!(out.join(".git/HEAD").exists() && out.join("README.md").exists(), "a checkout keeps what is not a cluster's");
     assert!(out.join("clusters/bare/plan.json").exists(), "and the clusters it does not render");
     // `--check` compares a checkout's `clusters/` with the render.
-    let check = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap(), "--check"]);
+    let check = render_check("render-minimal", &out);
     assert_eq!(check.status.code(), Some(0), "{}", report(&check));
 }
 
@@ -227,7 +232,7 @@ fn check_refuses_a_tree_left_part_way_through_an_update() {
     let update = dir.path().join(".out.tfrs-update");
     std::fs::create_dir_all(&update).unwrap();
     std::fs::write(update.join("journal.json"), r#"{"remove":[],"write":[]}"#).unwrap();
-    let check = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap(), "--check"]);
+    let check = render_check("render-minimal", &out);
     assert_eq!(check.status.code(), Some(2), "{}", report(&check));
     assert!(
         String::from_utf8_lossy(&check.stderr).contains("is part-way through an update left by an interrupted `tfrs render`"),
@@ -236,7 +241,7 @@ fn check_refuses_a_tree_left_part_way_through_an_update() {
     );
     // The render finishes it; then the check passes.
     render("render-minimal", &out);
-    let check = tfrs(&["render", "fixtures/render-minimal", "--out", out.to_str().unwrap(), "--check"]);
+    let check = render_check("render-minimal", &out);
     assert_eq!(check.status.code(), Some(0), "{}", report(&check));
 }
 
