@@ -41,25 +41,26 @@ impl Setup {
     pub fn cluster_inputs(&self, part: &Spec, bundle: &Bundle) -> Option<[u8; 32]> {
         use rayon::prelude::*;
         let cluster = part.clusters.first()?;
-        let objects: Vec<(&str, &(dyn ObjectParts + Sync))> = (part.clusters.iter().map(|o| ("cluster", o as &(dyn ObjectParts + Sync))))
-            .chain(part.tenants.iter().map(|o| ("tenant", o as &(dyn ObjectParts + Sync))))
-            .chain(part.servers.iter().map(|o| ("server", o as &(dyn ObjectParts + Sync))))
+        // NB: each object's digest and files made side by side (a large cluster has thousands of
+        // objects); the digests fed in order.
+        let objects: Vec<(&str, &(dyn ObjectParts + Sync))> = (part.clusters.iter().map(|o| tagged("cluster", o)))
+            .chain(part.tenants.iter().map(|o| tagged("tenant", o)))
+            .chain(part.servers.iter().map(|o| tagged("server", o)))
             .collect();
-        // NB: made side by side (a large cluster has thousands of objects), fed in order.
-        let digests: Vec<[u8; 32]> = objects.par_iter().map(|(kind, o)| o.digest(kind)).collect();
-        let files = objects
+        let parts: Vec<([u8; 32], BTreeSet<usize>)> = objects
             .par_iter()
-            .map(|(_, o)| {
+            .map(|(kind, object)| {
                 let mut files = BTreeSet::new();
-                o.files(&mut files);
-                files
+                object.files(&mut files);
+                (object.digest(kind), files)
             })
-            .reduce(BTreeSet::new, |mut all, more| {
-                all.extend(more);
-                all
-            });
+            .collect();
         let mut hasher = Sha256::new();
-        digests.iter().for_each(|digest| hasher.update(digest));
+        let mut files = BTreeSet::new();
+        for (digest, from) in parts {
+            hasher.update(digest);
+            files.extend(from);
+        }
         for index in files {
             let file = bundle.files.get(index)?;
             hasher.update(memo::inputs_digest(&[b"file", file.name.as_bytes(), file.text.as_bytes()], &()));
@@ -96,6 +97,11 @@ impl Setup {
 }
 
 /// What the stamp takes of one spec object.
+/// `object` with its kind, as [`Setup::cluster_inputs`] digests it.
+fn tagged<'a>(kind: &'static str, object: &'a (dyn ObjectParts + Sync)) -> (&'static str, &'a (dyn ObjectParts + Sync)) {
+    (kind, object)
+}
+
 trait ObjectParts {
     /// The digest of its metadata, placement and spec.
     fn digest(&self, kind: &str) -> [u8; 32];
