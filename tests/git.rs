@@ -245,6 +245,16 @@ fn a_url_repository_is_cloned_into_the_cache_and_pushed() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("no changes"), "{}", report(&out));
     let out = sandbox.tfrs(&["diff", path(&spec), "--repo", &url]);
     assert_eq!(out.status.code(), Some(0), "{}", report(&out));
+    // The memo's cache directory holds the clone too when it is set.
+    let own = sandbox.path().join("own-cache");
+    let out = sandbox
+        .command(env!("CARGO_BIN_EXE_tfrs"))
+        .env("TFRS_CACHE_DIR", &own)
+        .args(["diff", path(&spec), "--repo", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", report(&out));
+    assert!(own.join("repos").read_dir().expect("cloned under TFRS_CACHE_DIR").next().is_some());
 }
 
 #[test]

@@ -30,8 +30,9 @@ pub enum Error {
         #[source]
         source: git2::Error,
     },
-    /// Neither `XDG_CACHE_HOME` nor `HOME` names a directory for the clone cache.
-    #[error("no cache directory for the clone: set `XDG_CACHE_HOME` or `HOME`")]
+    /// None of `TFRS_CACHE_DIR`, `XDG_CACHE_HOME` and `HOME` names a directory for the clone
+    /// cache.
+    #[error("no cache directory for the clone: set `TFRS_CACHE_DIR`, `XDG_CACHE_HOME` or `HOME`")]
     NoCacheDir,
     /// The clone cache directory cannot be created, or locked.
     #[error("cannot create or lock the clone cache `{}`", path.display())]
@@ -193,13 +194,10 @@ impl Author {
     }
 }
 
-/// Where URL repositories are cloned: `$XDG_CACHE_HOME`, else `~/.cache`.
+/// Where URL repositories are cloned: below tfrs's cache directory, the render memo's
+/// (`$TFRS_CACHE_DIR`, else `$XDG_CACHE_HOME/tfrs`, else `~/.cache/tfrs`).
 fn cache_root() -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    let home = std::env::var_os("HOME").filter(|d| !d.is_empty()).ok_or(Error::NoCacheDir)?;
-    Ok(PathBuf::from(home).join(".cache"))
+    crate::source::memo_cache::cache_dir().ok_or(Error::NoCacheDir)
 }
 
 /// The branch a command uses when none is named: for a URL, the remote's default branch (its

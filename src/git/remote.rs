@@ -24,7 +24,7 @@ pub fn is_url(repo: &str) -> bool {
     }
 }
 
-/// The bare clone of `url` under `cache_root` (`<cache_root>/tfrs/repos/<hash>`), created on
+/// The bare clone of `url` under tfrs's cache directory `cache_root` (`<cache_root>/repos/<hash>`), created on
 /// first use, with remote `origin` pointing at `url`.
 ///
 /// # Errors
@@ -33,7 +33,7 @@ pub fn is_url(repo: &str) -> bool {
 pub fn cache(url: &str, cache_root: &Path) -> Result<Repository> {
     let hash = Sha256::digest(url.as_bytes());
     let name: String = hash.iter().take(10).map(|b| format!("{b:02x}")).collect();
-    let path: PathBuf = cache_root.join("tfrs").join("repos").join(name);
+    let path: PathBuf = cache_root.join("repos").join(name);
     let open = |path: &Path| -> std::result::Result<Repository, git2::Error> {
         let repo = match Repository::open_bare(path) {
             Ok(repo) => repo,
