@@ -183,8 +183,9 @@ pub struct CommitArgs {
     /// Spec files or directories (searched recursively for `*.yaml` / `*.yml`).
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
-    /// The repository: a local path (bare or not) or a URL (cloned into
-    /// `$XDG_CACHE_HOME/tfrs/repos/`, then pushed back).
+    /// The repository: a local path (bare or not) or a URL (cloned into `repos/` of the cache
+    /// directory: `$TFRS_CACHE_DIR`, else `$XDG_CACHE_HOME/tfrs`, else `~/.cache/tfrs`; then
+    /// pushed back).
     #[arg(long, value_name = "PATH|URL")]
     pub repo: String,
     /// The branch to commit to (created when missing). Default: the repository's default
@@ -223,8 +224,8 @@ pub struct DiffArgs {
     /// Spec files or directories (searched recursively for `*.yaml` / `*.yml`).
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
-    /// The repository: a local path (bare or not) or a URL (fetched into
-    /// `$XDG_CACHE_HOME/tfrs/repos/`).
+    /// The repository: a local path (bare or not) or a URL (fetched into `repos/` of the cache
+    /// directory: `$TFRS_CACHE_DIR`, else `$XDG_CACHE_HOME/tfrs`, else `~/.cache/tfrs`).
     #[arg(long, value_name = "PATH|URL", required_unless_present = "live")]
     pub repo: Option<String>,
     /// The ref to compare with (a branch, tag or commit; for a URL, a branch). Default: the
