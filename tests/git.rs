@@ -586,3 +586,38 @@ fn commit_reuses_its_memo_against_the_branch_and_commits_what_a_full_render_woul
         }
     }
 }
+
+#[test]
+fn a_commit_into_a_checkout_whose_git_directory_is_locked_says_it_waits_then_lands() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::Stdio;
+    let sandbox = Sandbox::new();
+    let checkout = sandbox.path().join("checkout");
+    std::fs::create_dir_all(&checkout).expect("mkdir");
+    sandbox.git(&checkout, &["init", "-q", "-b", "main"]);
+    // Another run holds the Git directory (as one that updates the work tree does).
+    let held = std::fs::File::open(checkout.join(".git")).expect("open .git");
+    held.lock().expect("lock .git");
+    let spec = sandbox.minimal("alpha");
+    let mut child = sandbox
+        .command(env!("CARGO_BIN_EXE_tfrs"))
+        .args(["commit", path(&spec), "--repo", path(&checkout), "--author", AUTHOR])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tfrs runs");
+    let stderr = child.stderr.take().expect("stderr");
+    let (said, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = said.send(line);
+        }
+    });
+    let line = heard.recv_timeout(std::time::Duration::from_secs(120));
+    drop(held);
+    let output = child.wait_with_output().expect("tfrs ends");
+    let line = line.expect("a waiting run says so before it waits");
+    assert!(line.contains("waiting for another tfrs run that updates the work tree of"), "{line}");
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    assert!(checkout.join("clusters/alpha/plan.json").is_file(), "the work tree has the commit");
+}

@@ -401,9 +401,10 @@ fn checked_out(repo: &Repository, branch: &str) -> std::result::Result<bool, git
 }
 
 /// A lock on `repo`'s Git directory, held until dropped: the steps that write its index take
-/// turns.
+/// turns (a run that waits says so).
 fn lock_git_dir(repo: &Repository) -> std::result::Result<std::fs::File, git2::Error> {
-    let lock = std::fs::File::open(repo.path()).and_then(|dir| dir.lock().map(|()| dir));
+    let waiting = || eprintln!("waiting for another tfrs run that updates the work tree of `{}`", repo.path().display());
+    let lock = std::fs::File::open(repo.path()).and_then(|dir| crate::tree::write::lock_in_turn(&dir, waiting).map(|()| dir));
     lock.map_err(|error| git2::Error::from_str(&format!("cannot lock `{}`: {error}", repo.path().display())))
 }
 
