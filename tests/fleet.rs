@@ -633,6 +633,48 @@ fn an_environment_that_names_a_missing_object() {
 }
 
 #[test]
+fn an_environment_that_changes_a_server_outside_the_clusters_it_lists() {
+    // globex is in staging, but sales-bot lists only prod.
+    refused(
+        "environments/staging.yaml",
+        |text| {
+            format!(
+                "{text}---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata: {{ name: sales-bot }}\nspec:\n  image: {{ tag: v9 }}\n"
+            )
+        },
+        "fleet/environments/staging.yaml:17:19: metadata.name: no TFRServer `sales-bot` is placed in a cluster of environment `staging` (`staging`)",
+    );
+}
+
+/// The error lines of `tfrs validate` over the fleet with `environments/prod.yaml` edited.
+fn prod_environment_errors(edit: impl Fn(&str) -> String) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    let path = fleet.join("environments/prod.yaml");
+    std::fs::write(&path, edit(&std::fs::read_to_string(&path).unwrap())).unwrap();
+    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", report(&output));
+    String::from_utf8_lossy(&output.stderr).lines().filter(|l| l.starts_with("fleet/")).map(str::to_owned).collect()
+}
+
+#[test]
+fn an_unknown_field_of_an_environment_lists_only_what_an_environment_may_set_once() {
+    let errors = prod_environment_errors(|text| text.replacen("  apiWorker: { replicas: 3 }", "  apiWorkr: { replicas: 3 }", 1));
+    assert_eq!(
+        errors,
+        [
+            "fleet/environments/prod.yaml:19:3: spec.apiWorkr: unknown field, expected one of `image`, `apiWorker`, `robotWorker`, `host`, `secretData`, `configData`, `confzData`, `confzCredentialOverrides`, `jobs`"
+        ],
+        "placement fields are not offered, and the merged server does not say it again"
+    );
+    let errors = prod_environment_errors(|text| {
+        text.replacen("  apiWorker: { replicas: 3 }", "  clusters: [prod]\n  apiWorker: { replicas: 3 }", 1)
+    });
+    assert_eq!(errors, ["fleet/environments/prod.yaml:19:3: spec.clusters: not allowed in an environment"], "not also an unknown field");
+}
+
+#[test]
 fn two_environments_that_disagree_on_one_field() {
     let eu = "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: { name: acme }\nspec:\n  postgresql: { instances: 5 }\n";
     let dir_edit = |text: &str| text.replace("  environments: [prod]", "  environments: [prod, eu]");

@@ -50,12 +50,13 @@ pub(super) fn tenant_placements(documents: &[(Kind, Node)]) -> BTreeMap<String, 
     placed
 }
 
-/// Every (kind, cluster, name) the documents place a tenant or server at, valid or not (a
-/// server's `clusters` restriction aside): an environment document that names one of them is
-/// never reported as changing nothing, whatever else is wrong with that object. A tenant
-/// placed nowhere (its `clusters` empty or missing: that is reported), its servers, and a
-/// server of no tenant are there with the empty cluster, so that no environment naming them
-/// is reported too.
+/// Every (kind, cluster, name) the documents place a tenant or server at, valid or not: an
+/// environment document that names one of them is never reported as changing nothing, whatever
+/// else is wrong with that object. A server that lists its `clusters` is at each of them (a
+/// cluster its tenant lacks is reported on the server, not again on an environment); else at
+/// its tenant's. A tenant placed nowhere (its `clusters` empty or missing: that is reported),
+/// its servers, and a server of no tenant are there with the empty cluster, so that no
+/// environment naming them is reported too.
 pub(super) fn declared(documents: &[(Kind, Node)], tenants: &BTreeMap<String, Vec<String>>) -> BTreeSet<(Kind, String, String)> {
     let mut out = BTreeSet::new();
     for (kind, document) in documents {
@@ -65,7 +66,12 @@ pub(super) fn declared(documents: &[(Kind, Node)], tenants: &BTreeMap<String, Ve
             Kind::Server => document.get("spec").and_then(|s| s.get("tenant")).and_then(Node::as_str).unwrap_or_default(),
             Kind::Cluster => continue,
         };
+        let chosen: Vec<&str> = match kind {
+            Kind::Server => strings(document, "clusters").into_iter().filter_map(|(_, node)| node.as_str()).collect(),
+            _ => Vec::new(),
+        };
         match tenants.get(tenant) {
+            Some(_) if !chosen.is_empty() => out.extend(chosen.iter().map(|cluster| (*kind, (*cluster).to_owned(), name.to_owned()))),
             Some(clusters) if !clusters.is_empty() => out.extend(clusters.iter().map(|cluster| (*kind, cluster.clone(), name.to_owned()))),
             // NB: placed nowhere, or a server of no tenant: reported as such.
             _ => {

@@ -321,10 +321,16 @@ fn overlay_layers(kind: Kind, cluster: &str, inputs: &BuildInputs<'_>) -> Vec<La
 /// The result: the diagnostics sorted, the spec only when none is an error.
 fn finish(spec: Spec, out: Vec<Diagnostic>) -> Loaded {
     // The same problem can be found twice (an overlay used by several objects, a document check
-    // and the schema): keep one, the first found, which carries the most help.
+    // and the schema): keep one, the first found, which carries the most help. An unknown field
+    // of an overlay or environment is found first in the layer, whose message lists only what
+    // a layer may set, then in each object it merges into: one problem, whatever each lists.
     let mut unique: BTreeMap<(Origin, super::diagnostic::Severity, String, String), Diagnostic> = BTreeMap::new();
     for diagnostic in out {
-        let key = (diagnostic.origin, diagnostic.severity, diagnostic.path.clone(), diagnostic.message.clone());
+        let message = match diagnostic.message.starts_with(schema::UNKNOWN_FIELD) {
+            true => schema::UNKNOWN_FIELD.to_owned(),
+            false => diagnostic.message.clone(),
+        };
+        let key = (diagnostic.origin, diagnostic.severity, diagnostic.path.clone(), message);
         unique.entry(key).or_insert(diagnostic);
     }
     let diagnostics: Vec<Diagnostic> = unique.into_values().collect();

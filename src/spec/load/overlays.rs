@@ -132,7 +132,16 @@ fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, partial: Parti
             );
         }
     }
-    schema::validate(&mut spec, &spec_schema(&schemas[&kind]), "spec", ValidateOptions { partial: true }, out);
+    // NB: checked against the fields a layer may set: an unknown field's message lists only
+    // those, and suggests none of the others (each reported above once).
+    let mut schema = spec_schema(&schemas[&kind]);
+    if let Some(properties) = spec_object(&mut schema).get_mut("properties").and_then(Json::as_object_mut) {
+        forbidden.iter().for_each(|name| drop(properties.shift_remove(*name)));
+    }
+    if let Value::Map(entries) = &mut spec.value {
+        entries.retain(|(key, _)| !forbidden.contains(&key.name.as_str()));
+    }
+    schema::validate(&mut spec, &schema, "spec", ValidateOptions { partial: true }, out);
     Some(OverlayDocument { kind, spec, target })
 }
 
@@ -209,6 +218,20 @@ fn spec_schema(document: &Json) -> Json {
         object.insert("$defs".to_owned(), defs.clone());
     }
     spec
+}
+
+/// The object schema of a spec schema ([`spec_schema`]): the definition it refers to, put in
+/// its place (with the `$defs`), or itself.
+fn spec_object(schema: &mut Json) -> &mut Json {
+    let target = schema.get("$ref").and_then(Json::as_str).and_then(|r| r.strip_prefix("#/$defs/")).map(str::to_owned);
+    if let Some(definition) = target.and_then(|name| schema.get("$defs")?.get(&name).cloned())
+        && let (Json::Object(object), Some(defs)) = (definition, schema.get("$defs").cloned())
+    {
+        let mut object = object;
+        object.insert("$defs".to_owned(), defs);
+        *schema = Json::Object(object);
+    }
+    schema
 }
 
 /// Which overlays each cluster asks for, with the `spec.overlays` entry that names each (from its

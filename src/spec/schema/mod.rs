@@ -9,7 +9,7 @@ mod format;
 mod validate;
 
 pub use format::{check_format, format_help, is_dns_label};
-pub use validate::{ValidateOptions, join, validate};
+pub use validate::{UNKNOWN_FIELD, ValidateOptions, join, validate};
 
 use super::model::{ClusterDocument, ServerDocument, TenantDocument};
 use serde_json::Value as Json;

@@ -15,6 +15,9 @@ pub struct ValidateOptions {
     pub partial: bool,
 }
 
+/// How the message of a key the schema does not know starts (the fields it expects follow).
+pub const UNKNOWN_FIELD: &str = "unknown field";
+
 /// Validates `node` against `schema` (a document schema with its `$defs`), pushing every
 /// problem to `out`. Plain scalars are rewritten to strings where a string is expected, so that
 /// `tag: 1.10` means `"1.10"`.
@@ -314,7 +317,7 @@ impl<'a> Validator<'a> {
     fn unknown_field(&mut self, key: &Key, properties: &Map<String, Json>, child: &str) {
         let known: Vec<&str> = properties.keys().map(String::as_str).collect();
         let listed = known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-        let mut diagnostic = Diagnostic::error(Rule::Schema, key.origin, child, format!("unknown field, expected one of {listed}"));
+        let mut diagnostic = Diagnostic::error(Rule::Schema, key.origin, child, format!("{UNKNOWN_FIELD}, expected one of {listed}"));
         if let Some(close) = did_you_mean(&key.name, known.iter().copied()) {
             diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
         }
