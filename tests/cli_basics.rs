@@ -283,7 +283,7 @@ fn check_names_the_files_that_would_change_and_be_removed() {
     let output = check(&out, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", report(&output));
     let expected = format!(
-        "out of date: 1 files would change and 2 would be removed in `{}`\n  would change: clusters/bare/plan.json\n  would be removed: clusters/bare/aa-stray.yaml\n  would be removed: clusters/bare/zz-stray.yaml\n",
+        "out of date: 1 file would change and 2 would be removed in `{}`\n  would change: clusters/bare/plan.json\n  would be removed: clusters/bare/aa-stray.yaml\n  would be removed: clusters/bare/zz-stray.yaml\n",
         out.display()
     );
     assert_eq!(stdout(&output), expected);

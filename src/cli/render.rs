@@ -410,7 +410,8 @@ fn check_report(
         writeln!(stdout, "up to date: {files} files in `{}`", out.display())?;
         return Ok(Status::Success);
     }
-    writeln!(stdout, "out of date: {changed} files would change and {removed} would be removed in `{}`", out.display())?;
+    let files_would = if changed == 1 { "file would" } else { "files would" };
+    writeln!(stdout, "out of date: {changed} {files_would} change and {removed} would be removed in `{}`", out.display())?;
     if !quiet {
         name_paths(stdout, "would change", changed_paths)?;
         name_paths(stdout, "would be removed", removed_paths)?;
