@@ -799,6 +799,24 @@ fn placement_mistakes_name_their_place() {
         },
         "fleet/tenants.yaml:29:9: metadata.name: duplicate TFRTenant `billing` in cluster `prod`, first defined at fleet/tenants.yaml:21:9",
     );
+    // A declaration that repeats another in all its clusters is one mistake, said once.
+    let again = "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata:\n  name: acme\nspec:\n  clusters: [dev, staging, prod]\n";
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    let tenants = fleet.join("tenants.yaml");
+    std::fs::write(&tenants, format!("{}{again}", std::fs::read_to_string(&tenants).unwrap())).unwrap();
+    let output = command().current_dir(dir.path()).args(["validate", "fleet"]).output().unwrap();
+    let errors: Vec<String> =
+        String::from_utf8_lossy(&output.stderr).lines().filter(|l| l.starts_with("fleet/")).map(str::to_owned).collect();
+    assert_eq!(
+        errors,
+        [
+            "fleet/tenants.yaml:29:9: metadata.name: duplicate TFRTenant `acme` in clusters `dev`, `staging` and `prod`, first defined at fleet/tenants.yaml:6:9"
+        ],
+        "{}",
+        report(&output)
+    );
 }
 
 #[test]

@@ -17,6 +17,7 @@ use super::diagnostic::{Diagnostic, FileTable, did_you_mean};
 use super::load::{Object, Spec};
 use super::model::{ClusterSpec, SecretSource, TenantSpec, TenantType};
 use super::schema::Kind;
+use super::yaml::Origin;
 use crate::spec::diagnostic::Rule;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -94,13 +95,17 @@ fn in_clusters(mut diagnostic: Diagnostic, clusters: &[&str]) -> Diagnostic {
     if clusters.iter().all(|c| c.is_empty()) || diagnostic.message.to_ascii_lowercase().contains("cluster `") {
         return diagnostic;
     }
+    diagnostic.message = format!("{} (in {})", diagnostic.message, cluster_list(clusters));
+    diagnostic
+}
+
+/// ``cluster `dev` `` or ``clusters `dev`, `prod` and `staging` ``.
+fn cluster_list(clusters: &[&str]) -> String {
     let quoted: Vec<String> = clusters.iter().map(|c| format!("`{c}`")).collect();
-    let listed = match quoted.split_last() {
+    match quoted.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("clusters {} and {last}", rest.join(", ")),
         _ => format!("cluster {}", quoted.join("")),
-    };
-    diagnostic.message = format!("{} (in {listed})", diagnostic.message);
-    diagnostic
+    }
 }
 
 /// The checks of the objects of one cluster, in which names are unique.
@@ -183,23 +188,27 @@ fn metadata_namespace<S>(object: &Object<S>, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Names are unique within a cluster: the same name may be placed in several clusters.
+/// Names are unique within a cluster: the same name may be placed in several clusters. A
+/// declaration that repeats another in several of its clusters is said once, naming them.
 fn duplicates<S>(objects: &[Object<S>], kind: &str, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
     let mut seen: BTreeMap<(&str, &str), &Object<S>> = BTreeMap::new();
+    // (where the repeat is, where the first is) -> the repeat and the clusters it repeats in.
+    let mut repeats: BTreeMap<(Origin, Origin), (&Object<S>, Vec<&str>)> = BTreeMap::new();
     for object in objects {
         if let Some(first) = seen.get(&(object.cluster.as_str(), object.name())) {
-            let at = first.locate("metadata.name");
-            let within =
-                if object.cluster.is_empty() || kind == "TFRCluster" { String::new() } else { format!(" in cluster `{}`", object.cluster) };
-            out.push(
-                object.error_at(
-                    "metadata.name",
-                    format!("duplicate {kind} `{}`{within}, first defined at {}", object.name(), files.place(at)),
-                ),
-            );
+            let key = (object.locate("metadata.name"), first.locate("metadata.name"));
+            repeats.entry(key).or_insert_with(|| (object, Vec::new())).1.push(object.cluster.as_str());
         } else {
             seen.insert((object.cluster.as_str(), object.name()), object);
         }
+    }
+    for ((_, at), (object, clusters)) in repeats {
+        let within = match clusters.iter().all(|c| c.is_empty()) || kind == "TFRCluster" {
+            true => String::new(),
+            false => format!(" in {}", cluster_list(&clusters)),
+        };
+        let message = format!("duplicate {kind} `{}`{within}, first defined at {}", object.name(), files.place(at));
+        out.push(object.error_at("metadata.name", message));
     }
 }
 
