@@ -193,7 +193,8 @@ fn metadata_namespace<S>(object: &Object<S>, out: &mut Vec<Diagnostic>) {
 fn duplicates<S>(objects: &[Object<S>], kind: &str, files: &dyn FileTable, out: &mut Vec<Diagnostic>) {
     let mut seen: BTreeMap<(&str, &str), &Object<S>> = BTreeMap::new();
     // (where the repeat is, where the first is) -> the repeat and the clusters it repeats in.
-    let mut repeats: BTreeMap<(Origin, Origin), (&Object<S>, Vec<&str>)> = BTreeMap::new();
+    type Repeats<'a, S> = BTreeMap<(Origin, Origin), (&'a Object<S>, Vec<&'a str>)>;
+    let mut repeats: Repeats<'_, S> = BTreeMap::new();
     for object in objects {
         if let Some(first) = seen.get(&(object.cluster.as_str(), object.name())) {
             let key = (object.locate("metadata.name"), first.locate("metadata.name"));
