@@ -365,6 +365,17 @@ fn one_commit_carries_several_selected_clusters() {
     assert!(landed[0].starts_with("tfrs: render dev, prod ("), "{landed:?}");
     let tree = Command::new("git").args(["ls-tree", "--name-only", "main", "clusters/"]).current_dir(&repo).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&tree.stdout), "clusters/dev\nclusters/prod\n");
+    // The whole fleet, then one environment changed: the subject names the cluster that changed.
+    let fleet = dir.path().join("fleet");
+    common::copy_dir(&common::root().join(FLEET), &fleet);
+    common::copy_dir(&common::root().join("fixtures/demo/keys"), &dir.path().join("demo/keys"));
+    ok(&["commit", s(&fleet), "--repo", s(&repo), "--author", AUTHOR, "-q"]);
+    let dev = fleet.join("environments/dev.yaml");
+    std::fs::write(&dev, std::fs::read_to_string(&dev).unwrap().replace("v1.9.0-rc.1", "v1.9.0-rc.2")).unwrap();
+    ok(&["commit", s(&fleet), "--repo", s(&repo), "--author", AUTHOR, "-q"]);
+    let landed = subjects(&repo, "main");
+    assert!(landed[0].starts_with("tfrs: render dev ("), "{landed:?}");
+    assert!(landed[1].starts_with("tfrs: render staging ("), "dev and prod were there already: {landed:?}");
 }
 
 /// The Secret's `stringData` after `tfrs unseal` with the demo key (DEV ONLY).

@@ -29,7 +29,7 @@ use git2::build::CheckoutBuilder;
 use git2::{ErrorCode, ObjectType, OdbLookupFlags, Oid, Repository, Signature};
 use rand::CryptoRng;
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// Where to push.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,8 +169,10 @@ fn store(repo: &Repository, objects: Vec<Object<'_>>) -> Result<()> {
 
 fn message(options: &CommitOptions, files: &Files, diff: &Diff) -> String {
     let clusters: Vec<String> = cluster_dirs(files).iter().map(|d| d.trim_start_matches("clusters/").to_owned()).collect();
-    let subject =
-        options.message.clone().unwrap_or_else(|| format!("tfrs: render {} ({})", clusters.join(", "), diff::counts_text(&diff.totals())));
+    // NB: the subject names the clusters the commit changes; the trailer every cluster rendered.
+    let changed: BTreeSet<&str> = diff.entries.iter().map(|entry| entry.cluster.as_str()).filter(|c| !c.is_empty()).collect();
+    let named = if changed.is_empty() { clusters.join(", ") } else { changed.into_iter().collect::<Vec<_>>().join(", ") };
+    let subject = options.message.clone().unwrap_or_else(|| format!("tfrs: render {named} ({})", diff::counts_text(&diff.totals())));
     let mut message = format!("{}\n\n{}", subject.trim_end(), diff.summary());
     if !options.trailers.is_empty() {
         // NB: the last paragraph, `Key: value` lines only: what git reads as trailers.
