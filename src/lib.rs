@@ -21,10 +21,11 @@
 //!
 //! The purity rule: [`spec`], [`render`], [`secrets`] and [`infra`] do no I/O and read no
 //! clock, environment or randomness (the clock, secret inputs and RNG are passed in). Only
-//! [`source`], [`pipeline`] (the sealing certificate), [`tree::write`], [`git`], [`reconcile`]
-//! and [`cli`] touch the outside world.
+//! [`source`], [`pipeline`] (the sealing certificate), [`tree::write`], [`git`], [`reconcile`],
+//! [`cache`] (where caches live) and [`cli`] touch the outside world.
 
 pub mod audit;
+pub mod cache;
 pub mod catalog;
 pub mod cli;
 pub mod git;

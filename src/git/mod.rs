@@ -197,7 +197,7 @@ impl Author {
 /// Where URL repositories are cloned: below tfrs's cache directory, the render memo's
 /// (`$TFRS_CACHE_DIR`, else `$XDG_CACHE_HOME/tfrs`, else `~/.cache/tfrs`).
 fn cache_root() -> Result<PathBuf> {
-    crate::source::memo_cache::cache_dir().ok_or(Error::NoCacheDir)
+    crate::cache::dir().ok_or(Error::NoCacheDir)
 }
 
 /// The branch a command uses when none is named: for a URL, the remote's default branch (its

@@ -22,16 +22,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// The directory tfrs keeps its caches in (render memos, URL clones): the first of
-/// `$TFRS_CACHE_DIR`, `$XDG_CACHE_HOME/tfrs`, `$HOME/.cache/tfrs`; `None` when none is set.
-pub(crate) fn cache_dir() -> Option<PathBuf> {
-    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    set("TFRS_CACHE_DIR").or_else(|| set("XDG_CACHE_HOME").map(|dir| dir.join("tfrs"))).or_else(|| Some(set("HOME")?.join(".cache/tfrs")))
-}
-
 /// The memo directory of output directory `out`; `None` when no cache directory is known.
 pub(crate) fn path(out: &Path) -> Option<PathBuf> {
-    let dir = cache_dir()?;
+    let dir = crate::cache::dir()?;
     let absolute = std::path::absolute(out).ok()?;
     let digest = Sha256::digest(absolute.as_os_str().as_encoded_bytes());
     Some(dir.join(format!("memo-{}", crate::secrets::bytes::to_hex(&digest[..16]))))
