@@ -104,7 +104,14 @@ fn read_templates(dir: Option<&Path>) -> anyhow::Result<Templates> {
 /// Validates the specs of `bundle`, with the checks that need today's date (billing expiry).
 #[must_use]
 pub fn validate(bundle: &Bundle) -> Loaded {
-    let mut loaded = crate::spec::load(bundle);
+    validate_kept(bundle, None)
+}
+
+/// [`validate`], with parsed pieces of the spec files kept between runs (see
+/// [`crate::spec::load_kept`]).
+#[must_use]
+pub fn validate_kept(bundle: &Bundle, kept: Option<&dyn crate::spec::yaml::Pieces>) -> Loaded {
+    let mut loaded = crate::spec::load_kept(bundle, kept);
     if let Some(spec) = &loaded.spec {
         let found = crate::spec::check::clock_checks(spec, inputs::unix_now());
         if found.iter().any(Diagnostic::is_error) {
@@ -123,8 +130,22 @@ pub fn validate(bundle: &Bundle) -> Loaded {
 /// I/O errors reading inputs ([`Failure::Other`]); an invalid spec ([`Failure::Invalid`]). The
 /// bundle is returned either way, for reports.
 pub fn load(inputs: &[PathBuf], overlays: &[String]) -> anyhow::Result<(Bundle, Result<Spec, Failure>)> {
+    load_kept(inputs, overlays, None)
+}
+
+/// [`load`], with parsed pieces of the spec files kept between runs (see
+/// [`crate::spec::load_kept`]).
+///
+/// # Errors
+///
+/// As [`load`].
+pub fn load_kept(
+    inputs: &[PathBuf],
+    overlays: &[String],
+    kept: Option<&dyn crate::spec::yaml::Pieces>,
+) -> anyhow::Result<(Bundle, Result<Spec, Failure>)> {
     let bundle = source::read(inputs, overlays)?;
-    let loaded = validate(&bundle);
+    let loaded = validate_kept(&bundle, kept);
     let spec =
         loaded.spec.ok_or_else(|| Failure::Invalid(loaded.diagnostics.into_iter().filter(|d| d.severity == Severity::Error).collect()));
     Ok((bundle, spec))

@@ -2,11 +2,12 @@
 
 use super::Status;
 use super::args::RenderArgs;
-use super::stages::{load, report, select};
+use super::stages::{load_kept, report, select};
 use crate::layout;
 use crate::pipeline::{self, Built, Failure, Setup};
 use crate::render::stamp::{ClusterStamp, Outcomes};
 use crate::render::unit;
+use crate::source::spec_cache::SpecCache;
 use crate::source::{inputs, memo_cache};
 use crate::spec::Spec;
 use crate::tree::current::Current;
@@ -21,17 +22,20 @@ use std::path::Path;
 pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
     let out = write::resolve(&args.out)?;
     let _lock = prepare_out(&out, args.check)?;
-    let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
-        return Ok(Status::Failure);
-    };
-    let spec = select(spec, &bundle, &args.settings.clusters)?;
     let settings = &args.settings;
-    let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
-    let kept = kept_clusters(&spec, &present_clusters(&out)?, &args.remove_clusters)?;
-    let mut staging = if args.check { None } else { Some(write::Staging::begin(&out)?) };
     // The memo of the last render into this directory: none with `--no-memo`, or when it
     // cannot be read (then every component is templated and every file read).
     let memos = (!args.no_memo).then(|| memo_cache::open(&out, !args.check)).flatten();
+    let specs = memos.as_deref().and_then(|dir| spec_cache(dir, settings.master_key_file.as_deref()));
+    let loaded = load_kept(&args.inputs, &settings.overlays, specs.as_ref().map(|c| c as &dyn crate::spec::yaml::Pieces))?;
+    let Some((spec, bundle)) = loaded else {
+        return Ok(Status::Failure);
+    };
+    let _saving = Saving(specs.filter(|_| !args.check).map(|cache| std::thread::spawn(move || cache.save())));
+    let spec = select(spec, &bundle, &settings.clusters)?;
+    let setup = Setup::new(settings.templates.as_deref(), settings.master_key_file.as_deref(), settings.allow_outside)?;
+    let kept = kept_clusters(&spec, &present_clusters(&out)?, &args.remove_clusters)?;
+    let mut staging = if args.check { None } else { Some(write::Staging::begin(&out)?) };
     let start = Sum { named: args.check.then(Default::default), ..Sum::default() };
     let context = Context { out: &out, bundle: &bundle, setup: &setup, memos: memos.as_deref() };
     let mut sum = match render_parts(&spec, &context, staging.as_mut(), start)? {
@@ -70,6 +74,25 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // NB: the process ends next; freeing what is left one by one is not worth its time.
     std::mem::forget((sum, spec, bundle));
     Ok(Status::Success)
+}
+
+/// The spec cache of memo directory `memos`, keyed by the master key (`master_key_file`, else
+/// `TFRS_MASTER_KEY`); none without one. A key that cannot be read is reported by the render
+/// itself, after the specs are checked.
+fn spec_cache(memos: &Path, master_key_file: Option<&Path>) -> Option<SpecCache> {
+    let master = inputs::master_key(master_key_file).ok()??;
+    Some(SpecCache::open(memos, &master))
+}
+
+/// The spec cache being saved beside the render, waited for when the render ends.
+struct Saving(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for Saving {
+    fn drop(&mut self) {
+        if let Some(saving) = self.0.take() {
+            let _ = saving.join();
+        }
+    }
 }
 
 /// Locks `out`, finishes or undoes what an interrupted render left there and checks that it

@@ -16,7 +16,21 @@ use std::path::PathBuf;
 ///
 /// I/O errors reading inputs.
 pub(crate) fn load(inputs: &[PathBuf], overlays: &[String]) -> anyhow::Result<Option<(Spec, Bundle)>> {
-    let (bundle, spec) = pipeline::load(inputs, overlays)?;
+    load_kept(inputs, overlays, None)
+}
+
+/// [`load`], with parsed pieces of the spec files kept between runs
+/// ([`crate::spec::load_kept`]).
+///
+/// # Errors
+///
+/// As [`load`].
+pub(crate) fn load_kept(
+    inputs: &[PathBuf],
+    overlays: &[String],
+    kept: Option<&dyn crate::spec::yaml::Pieces>,
+) -> anyhow::Result<Option<(Spec, Bundle)>> {
+    let (bundle, spec) = pipeline::load_kept(inputs, overlays, kept)?;
     match spec {
         Ok(spec) => Ok(Some((spec, bundle))),
         Err(failure) => {

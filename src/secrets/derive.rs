@@ -136,6 +136,16 @@ impl MasterKey {
         FingerprintKey::from_bytes(mac.finalize().into_bytes().into())
     }
 
+    /// The key of the spec cache (`crate::source::spec_cache`), which encrypts the parsed spec
+    /// files kept between renders and names their pieces:
+    /// `HMAC-SHA256(master_key, "tfrs/spec-cache-key/v1")`, independent of every other key.
+    #[must_use]
+    pub fn spec_cache_key(&self) -> Zeroizing<[u8; 32]> {
+        let mut mac = self.mac();
+        mac.update(b"tfrs/spec-cache-key/v1");
+        Zeroizing::new(mac.finalize().into_bytes().into())
+    }
+
     /// The key of the render memo's stamps (`crate::render::memo`):
     /// `HMAC-SHA256(master_key, "tfrs/memo-key/v1")`, independent of every other key.
     #[must_use]

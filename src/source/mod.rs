@@ -4,6 +4,7 @@
 
 pub mod inputs;
 pub mod memo_cache;
+pub mod spec_cache;
 
 use crate::spec::Bundle;
 use std::fs;

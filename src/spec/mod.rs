@@ -15,4 +15,4 @@ pub mod yaml;
 
 pub use bundle::{Bundle, SourceFile};
 pub use diagnostic::{Diagnostic, Rule};
-pub use load::{Loaded, Object, Spec, load};
+pub use load::{Loaded, Object, Spec, load, load_kept};

@@ -6,6 +6,7 @@
 
 mod de;
 mod pieces;
+pub mod stored;
 
 pub use de::from_node;
 use granit_parser::{Event, Parser, ScalarStyle};
@@ -225,13 +226,46 @@ fn is_core_float(text: &str) -> bool {
 /// The first syntax error ends parsing (the parser cannot recover); structural problems such as
 /// duplicate keys or non-string keys are collected and parsing goes on.
 pub fn parse(file: usize, text: &str) -> Result<Vec<Node>, Vec<ParseError>> {
+    parse_kept(file, text, None)
+}
+
+/// Where parsed pieces of streams are kept between runs (`crate::source::spec_cache`): a piece
+/// is a run of whole documents, parsed from its text and the number of lines before it alone.
+pub trait Pieces: Sync {
+    /// The documents of `text` (after `lines` lines), in file `file`, and their node count, as
+    /// parsed before; `None` when not kept.
+    fn get(&self, file: usize, text: &str, lines: usize) -> Option<(Vec<Node>, usize)>;
+    /// Keeps what `text` (after `lines` lines) parsed into.
+    fn put(&self, text: &str, lines: usize, documents: &[Node], nodes: usize);
+}
+
+/// [`parse`], taking each piece that `kept` has from it and giving it each piece parsed.
+///
+/// # Errors
+///
+/// As [`parse`].
+pub fn parse_kept(file: usize, text: &str, kept: Option<&dyn Pieces>) -> Result<Vec<Node>, Vec<ParseError>> {
     use rayon::prelude::*;
     let pieces = pieces(text);
+    let one = |piece: &str, line: usize| -> Parsed {
+        let Some(kept) = kept else { return parse_stream(file, piece, line) };
+        if let Some(found) = kept.get(file, piece, line) {
+            return Ok(found);
+        }
+        let parsed = parse_stream(file, piece, line);
+        if let Ok((documents, nodes)) = &parsed {
+            kept.put(piece, line, documents, *nodes);
+        }
+        parsed
+    };
+    if pieces.len() == 1 && kept.is_some() {
+        return one(text, 0).map(|(documents, _)| documents);
+    }
     if pieces.len() > 1 {
         // NB: documents share nothing (an alias names an anchor of its own document), so
         // runs of whole documents parse apart. Anything unusual (an error, too many nodes in
         // all) is parsed again in one piece, for the same answer and the same errors.
-        let parsed: Vec<Parsed> = pieces.par_iter().map(|&(piece, line)| parse_stream(file, piece, line)).collect();
+        let parsed: Vec<Parsed> = pieces.par_iter().map(|&(piece, line)| one(piece, line)).collect();
         let mut documents = Vec::new();
         let mut nodes = 0;
         for chunk in parsed {

@@ -133,3 +133,54 @@ fn the_same_file_named_from_another_layer_renders_its_namespace_again() {
     assert_eq!(output.status.code(), Some(0), "{}", report(&output));
     same_trees(&out, &fresh, "robot1's key read from the overlay's directory");
 }
+
+/// The stderr of `tfrs render SPEC --out OUT` (`extra` added), which must exit `code`.
+fn render_errors(spec: &Path, out: &Path, memos: &Path, extra: &[&str], code: i32) -> String {
+    let output = common::fixture_command()
+        .env("TFRS_CACHE_DIR", memos)
+        .args(["render", spec.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(code), "{}", report(&output));
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn spec_pieces_kept_between_renders_give_the_same_tree_and_the_same_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = copy_fixture("demo", dir.path());
+    let (out, fresh, memos) = (dir.path().join("out"), dir.path().join("fresh"), dir.path().join("memos"));
+    // A servers file of about 900 KB, parsed in pieces: servers of bob's, each after a long
+    // comment, one of them holding a literal secret.
+    let comment: String = (0..40).map(|i| format!("# {i:02} {}\n", "padding ".repeat(30))).collect();
+    let servers: String = (0..90)
+        .map(|i| {
+            let secret = if i == 45 { "  secretData: { API_TOKEN: { value: s3cr3t-kept-piece } }\n" } else { "" };
+            format!("---\n{comment}apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata: {{ name: extra{i} }}\nspec:\n  tenant: bob\n  image: {{ repository: docker.cnb.cool/turingfocus/tfrobot, tag: v1.8.0 }}\n{secret}")
+        })
+        .collect();
+    let file = spec.join("servers.yaml");
+    std::fs::write(&file, format!("{}{servers}", std::fs::read_to_string(&file).unwrap())).unwrap();
+    assert_eq!(render_errors(&spec, &out, &memos, &[], 0), "");
+    let cache = std::fs::read_dir(&memos).unwrap().map(|e| e.unwrap().path().join("specs.cache")).find(|p| p.exists()).expect("kept");
+    let bytes = std::fs::read(&cache).unwrap();
+    assert!(!String::from_utf8_lossy(&bytes).contains("s3cr3t") && !String::from_utf8_lossy(&bytes).contains("extra45"), "nothing plain");
+
+    // One server of the middle changed: the tree is the one a render without a memo writes.
+    edit(
+        &file,
+        "metadata: { name: extra50 }\nspec:\n  tenant: bob\n  image: { repository: docker.cnb.cool/turingfocus/tfrobot, tag: v1.8.0 }",
+        "metadata: { name: extra50 }\nspec:\n  tenant: bob\n  image: { repository: docker.cnb.cool/turingfocus/tfrobot, tag: v1.8.1 }",
+    );
+    assert_eq!(render_errors(&spec, &out, &memos, &[], 0), "");
+    assert_ne!(std::fs::read(&cache).unwrap(), bytes, "the changed piece is kept in place of the old one");
+    assert_eq!(render_errors(&spec, &fresh, &memos, &["--no-memo"], 0), "");
+    super::stamp::same_trees(&out, &fresh, "one server of a large file changed");
+
+    // Errors in pieces taken from the cache are located exactly as when parsed.
+    edit(&spec.join("tenants.yaml"), "name: bob", "name: bobby");
+    let kept = render_errors(&spec, &out, &memos, &[], 1);
+    assert!(kept.contains("servers.yaml:") && kept.contains("`bob`"), "{kept}");
+    assert_eq!(kept, render_errors(&spec, &fresh, &memos, &["--no-memo"], 1));
+}

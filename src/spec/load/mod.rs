@@ -134,6 +134,13 @@ use overlays::{OverlayDocument, cluster_overlays, parse_environments, parse_over
 /// Loads and validates everything in `bundle`.
 #[must_use]
 pub fn load(bundle: &Bundle) -> Loaded {
+    load_kept(bundle, None)
+}
+
+/// [`load`], with the spec files' pieces parsed before taken from `kept` (and those parsed now
+/// given to it): the same result, for less work.
+#[must_use]
+pub fn load_kept(bundle: &Bundle, kept: Option<&dyn yaml::Pieces>) -> Loaded {
     let mut out = Vec::new();
     let schemas: BTreeMap<Kind, Json> = Kind::ALL.into_iter().map(|k| (k, k.raw_schema())).collect();
     let overlays = parse_overlays(bundle, &schemas, &mut out);
@@ -141,7 +148,7 @@ pub fn load(bundle: &Bundle) -> Loaded {
     // NB: an overlay or environment that does not parse changes nothing: the warnings about
     // what it would have set follow from its syntax error, so they wait until it parses.
     let layers_unparsed = out.iter().any(|d| d.rule == Rule::Syntax);
-    let (documents, unparsed) = parse_documents(bundle, &mut out);
+    let (documents, unparsed) = parse_documents(bundle, kept, &mut out);
     let cluster_overlays = cluster_overlays(&documents, &overlays, bundle, &mut out);
     let cluster_environments = environments::cluster_environments(&documents, &environments, bundle, &mut out);
     let known = known_names(&documents);
@@ -169,11 +176,11 @@ pub fn load(bundle: &Bundle) -> Loaded {
 
 /// Every document of every spec file that has a known `kind`, in file order, and whether some
 /// file could not be parsed (its objects are then unknown).
-fn parse_documents(bundle: &Bundle, out: &mut Vec<Diagnostic>) -> (Vec<(Kind, Node)>, bool) {
+fn parse_documents(bundle: &Bundle, kept: Option<&dyn yaml::Pieces>, out: &mut Vec<Diagnostic>) -> (Vec<(Kind, Node)>, bool) {
     let mut documents = Vec::new();
     let mut unparsed = false;
     // NB: the files side by side (each also in pieces): a small file is not parsed alone.
-    let all: Vec<_> = bundle.specs.par_iter().map(|&file| yaml::parse(file, &bundle.files[file].text)).collect();
+    let all: Vec<_> = bundle.specs.par_iter().map(|&file| yaml::parse_kept(file, &bundle.files[file].text, kept)).collect();
     for parsed in all {
         let parsed = match parsed {
             Ok(parsed) => parsed,
@@ -491,114 +498,4 @@ fn build<S: DeserializeOwned>(mut document: Node, layers: Layers, schema: &Json,
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::spec::explain::explain;
-
-    const CLUSTER: &str = "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRCluster\nmetadata: {name: lab}\nspec:\n  overlays: [prod, mine]\n  ingress: {domain: lab.example.com, tls: {email: ops@example.com}}\n  sealing: {certFile: keys/lab.pem}\n";
-    const TENANT: &str = "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRTenant\nmetadata: {name: acme}\nspec:\n  cluster: lab\n  rabbitmq: {replicas: 2}\n";
-
-    fn bundle(extra: &str) -> Bundle {
-        let mut bundle = Bundle::with_builtins();
-        bundle.add_spec("cluster.yaml", CLUSTER);
-        bundle.add_spec("tenant.yaml", format!("{TENANT}{extra}"));
-        bundle.add_overlay("mine", "overlays/mine.yaml", "kind: TFRTenant\nspec:\n  minio: {servers: 2}\n  postgresql: {storage: 5Gi}\n");
-        bundle
-    }
-
-    fn loaded(extra: &str) -> Spec {
-        let loaded = load(&bundle(extra));
-        assert_eq!(loaded.error_count(), 0, "{:#?}", loaded.diagnostics);
-        loaded.spec.expect("valid")
-    }
-
-    #[test]
-    fn merge_order_is_defaults_then_overlays_then_spec() {
-        let spec = loaded("");
-        let tenant = &spec.tenants[0].spec;
-        assert_eq!(tenant.postgresql.instances, 3, "from overlay prod");
-        assert_eq!(tenant.postgresql.storage, "5Gi", "overlay mine after prod");
-        assert_eq!(tenant.minio.servers, 2, "overlay mine after prod");
-        assert_eq!(tenant.minio.volumes_per_server, 2, "prod's sibling key survives the recursive merge");
-        assert_eq!(tenant.rabbitmq.replicas, 2, "the spec wins");
-        assert_eq!(tenant.redis.storage, "1Gi", "built-in default");
-    }
-
-    #[test]
-    fn command_line_overlays_come_after_spec_overlays() {
-        let mut bundle = bundle("");
-        bundle.extra_overlays.push("dev".into());
-        let spec = load(&bundle).spec.expect("valid");
-        assert_eq!(spec.tenants[0].spec.postgresql.instances, 1, "dev after prod");
-        assert_eq!(spec.tenants[0].spec.rabbitmq.replicas, 2, "the spec still wins");
-    }
-
-    #[test]
-    fn user_overlay_replaces_builtin_of_same_name() {
-        let mut bundle = bundle("");
-        bundle.add_overlay("prod", "overlays/prod.yaml", "kind: TFRTenant\nspec:\n  postgresql: {instances: 5}\n");
-        let spec = load(&bundle).spec.expect("valid");
-        assert_eq!(spec.tenants[0].spec.postgresql.instances, 5);
-        assert_eq!(spec.tenants[0].spec.minio.volumes_per_server, 1, "built-in prod no longer applies");
-    }
-
-    #[test]
-    fn an_invalid_document_still_has_its_reference_checked() {
-        let text = "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata: {name: r1}\nspec:\n  tenant: acmee\n  image: {repository: x/y, tag: 1}\n  replicas: many\n";
-        let found: Vec<String> = load(&bundle(text)).diagnostics.iter().map(|d| format!("{}: {}", d.path, d.message)).collect();
-        assert!(found.iter().any(|m| m.starts_with("spec.replicas")), "the schema error: {found:?}");
-        assert!(found.iter().any(|m| m.starts_with("spec.tenant") && m.contains("acmee")), "the reference: {found:?}");
-    }
-
-    #[test]
-    fn hostile_strings_stay_strings() {
-        let hostile = "'a: \"b\" {{ x }}\\n--- kind: ClusterRole'";
-        let text = format!(
-            "---\napiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRServer\nmetadata: {{name: r1}}\nspec:\n  tenant: acme\n  image: {{repository: x/y, tag: 1.10}}\n  configData:\n    GREETING: {hostile}\n    PORT: 8080\n"
-        );
-        let spec = loaded(&text);
-        let server = &spec.servers[0].spec;
-        assert_eq!(server.image.tag, "1.10", "plain scalar kept as written");
-        assert_eq!(server.config_data["PORT"], "8080");
-        assert_eq!(server.config_data["GREETING"], "a: \"b\" {{ x }}\\n--- kind: ClusterRole");
-    }
-
-    #[test]
-    fn explain_lists_every_layer_and_redacts_literals() {
-        let spec = loaded("  redis: {password: {value: hunter2}}\n");
-        let storage = explain(&spec, "spec.postgresql.storage");
-        let labels: Vec<&str> = storage[0].steps.iter().map(|s| s.label.as_str()).collect();
-        assert_eq!(labels, ["built-in default", "overlay `prod`", "overlay `mine`"]);
-        assert_eq!(storage[0].value, serde_json::json!("5Gi"));
-        let password = explain(&spec, "spec.redis.password");
-        assert_eq!(password[0].value, serde_json::json!({"value": "<redacted>"}));
-        let literal = explain(&spec, "spec.redis.password.value");
-        assert_eq!(literal[0].value, serde_json::json!("<redacted>"));
-    }
-
-    #[test]
-    fn every_problem_is_reported_not_only_the_first() {
-        let loaded = load(&bundle("  postgresql: {instances: two}\n  redis: {storage: lots}\n  colour: blue\n"));
-        assert_eq!(loaded.error_count(), 3, "{:#?}", loaded.diagnostics);
-        let paths: Vec<&str> = loaded.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.path.as_str()).collect();
-        assert_eq!(paths, ["spec.postgresql.instances", "spec.redis.storage", "spec.colour"]);
-        assert!(loaded.spec.is_none());
-    }
-
-    #[test]
-    fn a_secret_source_replaces_the_overlay_one_whole() {
-        let mut bundle = bundle("  redis: {password: {generate: {length: 40}}}\n");
-        bundle.add_overlay("mine", "overlays/mine.yaml", "kind: TFRTenant\nspec:\n  redis: {password: {fromEnv: REDIS_PW}}\n");
-        let loaded = load(&bundle);
-        assert_eq!(loaded.error_count(), 0, "{:#?}", loaded.diagnostics);
-        let spec = loaded.spec.expect("valid");
-        assert_eq!(spec.tenants[0].spec.redis.password.from_env, None);
-        assert_eq!(spec.tenants[0].spec.redis.password.generate.as_ref().map(|g| g.length), Some(40));
-    }
-
-    #[test]
-    fn builtin_overlays_are_valid() {
-        let loaded = load(&Bundle::with_builtins());
-        assert!(loaded.diagnostics.is_empty(), "{:#?}", loaded.diagnostics);
-    }
-}
+mod tests;

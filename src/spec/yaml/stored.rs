@@ -1,0 +1,233 @@
+//! A compact binary form of parsed documents, for the spec cache (`crate::source::spec_cache`):
+//! decoding it is several times cheaper than parsing the YAML again, and it gives back exactly
+//! the nodes the parser made (values, origins, plain texts, block flags).
+//!
+//! `stream = varint(documents) ‖ varint(nodes counted) ‖ node*`; a node is one tag byte (its
+//! kind in the low three bits, `PLAIN` and `BLOCK` flags above), `varint(line) ‖
+//! varint(column)`, its plain text when it has one, then its value: a zigzag varint, eight
+//! bytes of a float, a text (`varint(length) ‖ bytes`), or a count of items or entries (each
+//! entry its key's text, line and column, then its node). The file of every origin is the
+//! caller's, given when decoding.
+
+use super::{Key, MAX_DEPTH, Node, Origin, Value};
+
+const NULL: u8 = 0;
+const FALSE: u8 = 1;
+const TRUE: u8 = 2;
+const INT: u8 = 3;
+const FLOAT: u8 = 4;
+const STR: u8 = 5;
+const SEQ: u8 = 6;
+const MAP: u8 = 7;
+const KIND: u8 = 0b111;
+const PLAIN: u8 = 0b1000;
+const BLOCK: u8 = 0b1_0000;
+
+/// The documents of one parsed piece and how many nodes the parser counted, encoded.
+#[must_use]
+pub fn encode(documents: &[Node], nodes: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 * nodes.max(1));
+    varint(&mut out, documents.len() as u64);
+    varint(&mut out, nodes as u64);
+    for document in documents {
+        node(&mut out, document);
+    }
+    out
+}
+
+/// The documents and node count [`encode`] wrote, every origin in file `file`; `None` when
+/// `bytes` are not such an encoding.
+#[must_use]
+pub fn decode(bytes: &[u8], file: usize) -> Option<(Vec<Node>, usize)> {
+    let mut reader = Reader { bytes, at: 0, file };
+    let count = usize::try_from(reader.varint()?).ok()?;
+    let nodes = usize::try_from(reader.varint()?).ok()?;
+    let mut documents = Vec::with_capacity(count.min(bytes.len()));
+    for _ in 0..count {
+        documents.push(reader.node(0)?);
+    }
+    (reader.at == bytes.len()).then_some((documents, nodes))
+}
+
+fn varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn text(out: &mut Vec<u8>, text: &str) {
+    varint(out, text.len() as u64);
+    out.extend_from_slice(text.as_bytes());
+}
+
+fn origin(out: &mut Vec<u8>, origin: Origin) {
+    varint(out, origin.line as u64);
+    varint(out, origin.column as u64);
+}
+
+fn node(out: &mut Vec<u8>, node: &Node) {
+    let kind = match &node.value {
+        Value::Null => NULL,
+        Value::Bool(false) => FALSE,
+        Value::Bool(true) => TRUE,
+        Value::Int(_) => INT,
+        Value::Float(_) => FLOAT,
+        Value::Str(_) => STR,
+        Value::Seq(_) => SEQ,
+        Value::Map(_) => MAP,
+    };
+    let flags = if node.plain.is_some() { PLAIN } else { 0 } | if node.block { BLOCK } else { 0 };
+    out.push(kind | flags);
+    origin(out, node.origin);
+    if let Some(plain) = &node.plain {
+        text(out, plain);
+    }
+    match &node.value {
+        Value::Null | Value::Bool(_) => {}
+        Value::Int(i) => varint(out, ((i << 1) ^ (i >> 63)) as u64),
+        Value::Float(f) => out.extend_from_slice(&f.to_bits().to_le_bytes()),
+        Value::Str(s) => text(out, s),
+        Value::Seq(items) => {
+            varint(out, items.len() as u64);
+            items.iter().for_each(|item| self::node(out, item));
+        }
+        Value::Map(entries) => {
+            varint(out, entries.len() as u64);
+            for (key, value) in entries {
+                text(out, &key.name);
+                origin(out, key.origin);
+                self::node(out, value);
+            }
+        }
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    file: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let byte = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(byte)
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = self.byte()?;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    fn take(&mut self, length: usize) -> Option<&[u8]> {
+        let end = self.at.checked_add(length)?;
+        let taken = self.bytes.get(self.at..end)?;
+        self.at = end;
+        Some(taken)
+    }
+
+    fn text(&mut self) -> Option<String> {
+        let length = usize::try_from(self.varint()?).ok()?;
+        std::str::from_utf8(self.take(length)?).ok().map(str::to_owned)
+    }
+
+    fn origin(&mut self) -> Option<Origin> {
+        let line = usize::try_from(self.varint()?).ok()?;
+        let column = usize::try_from(self.varint()?).ok()?;
+        Some(Origin { file: self.file, line, column })
+    }
+
+    /// A count of items, each at least one byte long (so a forged count cannot reserve more
+    /// than the input could hold).
+    fn count(&mut self) -> Option<usize> {
+        let count = usize::try_from(self.varint()?).ok()?;
+        (count <= self.bytes.len() - self.at).then_some(count)
+    }
+
+    fn node(&mut self, depth: usize) -> Option<Node> {
+        let tag = self.byte()?;
+        let origin = self.origin()?;
+        let plain = if tag & PLAIN == 0 { None } else { Some(self.text()?) };
+        let value = match tag & KIND {
+            NULL => Value::Null,
+            FALSE => Value::Bool(false),
+            TRUE => Value::Bool(true),
+            INT => {
+                let z = self.varint()?;
+                Value::Int(((z >> 1) as i64) ^ -((z & 1) as i64))
+            }
+            FLOAT => Value::Float(f64::from_bits(u64::from_le_bytes(self.take(8)?.try_into().ok()?))),
+            STR => Value::Str(self.text()?),
+            _ if depth >= MAX_DEPTH => return None,
+            SEQ => {
+                let count = self.count()?;
+                let mut items = Vec::with_capacity(count);
+                for _ in 0..count {
+                    items.push(self.node(depth + 1)?);
+                }
+                Value::Seq(items)
+            }
+            _ => {
+                let count = self.count()?;
+                let mut entries = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let name = self.text()?;
+                    let origin = self.origin()?;
+                    entries.push((Key { name, origin }, self.node(depth + 1)?));
+                }
+                Value::Map(entries)
+            }
+        };
+        Some(Node { value, origin, plain, block: tag & BLOCK != 0 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "---\n# a comment\nkind: TFRServer\nmetadata: { name: r1 }\nspec:\n  tag: 1.10\n  port: 8080\n  negative: -42\n  big: 9223372036854775807\n  small: -9223372036854775808\n  ratio: .5\n  nan: .nan\n  on: true\n  off: False\n  none: ~\n  quoted: \"1.10\"\n  script: |\n    echo hi\n  folded: >\n    a\n    b\n  list: [a, {b: c}, [], {}]\n  anchored: &x {k: v}\n  again: *x\n---\n---\nplain: text\n";
+
+    #[test]
+    fn decoding_gives_back_what_the_parser_made() {
+        let (documents, nodes) = super::super::parse_stream(3, TEXT, 7).expect("parses");
+        let encoded = encode(&documents, nodes);
+        let (decoded, counted) = decode(&encoded, 3).expect("decodes");
+        assert_eq!(counted, nodes);
+        assert_eq!(format!("{decoded:?}"), format!("{documents:?}"), "NaN compares by its debug form");
+        let (moved, _) = decode(&encoded, 9).expect("decodes");
+        assert!(moved.iter().all(|d| d.origin.file == 9), "the caller's file");
+    }
+
+    #[test]
+    fn anything_else_is_refused_not_misread() {
+        let (documents, nodes) = super::super::parse_stream(0, TEXT, 0).expect("parses");
+        let encoded = encode(&documents, nodes);
+        for cut in 0..encoded.len() {
+            assert!(decode(&encoded[..cut], 0).is_none(), "cut at {cut}");
+        }
+        let mut longer = encoded.clone();
+        longer.push(0);
+        assert!(decode(&longer, 0).is_none(), "trailing bytes");
+        assert!(decode(&[0xff; 12], 0).is_none(), "an overlong varint");
+        // A forged count larger than the input reserves nothing.
+        assert!(decode(&[1, 1, SEQ, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f], 0).is_none());
+        // Nesting past the parser's bound.
+        let mut deep = vec![1, 1];
+        for _ in 0..=MAX_DEPTH {
+            deep.extend([SEQ, 1, 1, 1]);
+        }
+        deep.extend([NULL, 1, 1]);
+        assert!(decode(&deep, 0).is_none());
+    }
+}
