@@ -39,8 +39,10 @@ pub(crate) struct SpecCache {
     build: String,
     ids: Zeroizing<[u8; 32]>,
     cipher: Aes256Gcm,
-    /// What the file held: each piece's nonce and ciphertext, by id.
-    found: HashMap<Id, Vec<u8>>,
+    /// The file as read.
+    file: Vec<u8>,
+    /// Where in `file` each piece's nonce and ciphertext are, by id.
+    found: HashMap<Id, std::ops::Range<usize>>,
     /// The ids of `found` this run took.
     taken: Mutex<Vec<Id>>,
     /// The pieces this run parsed, sealed.
@@ -60,8 +62,9 @@ impl SpecCache {
         let cipher = Aes256Gcm::new_from_slice(derived(b"encryption").as_slice()).expect("a 32-byte key");
         let path = dir.join(FILE);
         let build = super::memo_cache::build_id();
-        let found = std::fs::read(&path).ok().and_then(|bytes| read(&bytes, &build)).unwrap_or_default();
-        SpecCache { path, build, ids: derived(b"ids"), cipher, found, taken: Mutex::default(), added: Mutex::default() }
+        let file = std::fs::read(&path).unwrap_or_default();
+        let found = read(&file, &build).unwrap_or_default();
+        SpecCache { path, build, ids: derived(b"ids"), cipher, file, found, taken: Mutex::default(), added: Mutex::default() }
     }
 
     fn id(&self, text: &str, lines: usize) -> Id {
@@ -79,12 +82,13 @@ impl SpecCache {
         if added.is_empty() && taken.len() == self.found.len() {
             return;
         }
-        let mut found = self.found;
-        let mut pieces: Vec<(Id, Vec<u8>)> = taken.into_iter().filter_map(|id| Some((id, found.remove(&id)?))).collect();
-        pieces.extend(added);
+        let (file, found) = (&self.file, &self.found);
+        let mut pieces: Vec<(Id, &[u8])> = taken.into_iter().filter_map(|id| Some((id, &file[found.get(&id)?.clone()]))).collect();
+        pieces.extend(added.iter().map(|(id, sealed)| (*id, sealed.as_slice())));
         pieces.sort_by_key(|piece| piece.0);
         pieces.dedup_by(|a, b| a.0 == b.0);
         let mut bytes = format!("{HEADER} {}\n", self.build).into_bytes();
+        bytes.reserve(pieces.iter().map(|(_, sealed)| ID + 8 + sealed.len()).sum());
         for (id, sealed) in &pieces {
             bytes.extend_from_slice(id);
             bytes.extend_from_slice(&(sealed.len() as u64).to_be_bytes());
@@ -101,18 +105,20 @@ impl SpecCache {
     }
 }
 
-/// The pieces of a cache file's `bytes` written by build `build`; `None` for any other file.
-fn read(bytes: &[u8], build: &str) -> Option<HashMap<Id, Vec<u8>>> {
+/// Where the pieces of a cache file's `bytes` written by build `build` are; `None` for any
+/// other file.
+fn read(bytes: &[u8], build: &str) -> Option<HashMap<Id, std::ops::Range<usize>>> {
     let end = memchr::memchr(b'\n', bytes)?;
     (bytes[..end] == *format!("{HEADER} {build}").as_bytes()).then_some(())?;
     let mut found = HashMap::new();
-    let mut rest = &bytes[end + 1..];
-    while !rest.is_empty() {
-        let id: Id = rest.get(..ID)?.try_into().ok()?;
-        let length = usize::try_from(u64::from_be_bytes(rest.get(ID..ID + 8)?.try_into().ok()?)).ok()?;
-        let sealed = rest.get(ID + 8..(ID + 8).checked_add(length)?)?;
-        found.insert(id, sealed.to_vec());
-        rest = &rest[ID + 8 + length..];
+    let mut at = end + 1;
+    while at < bytes.len() {
+        let id: Id = bytes.get(at..at + ID)?.try_into().ok()?;
+        let length = usize::try_from(u64::from_be_bytes(bytes.get(at + ID..at + ID + 8)?.try_into().ok()?)).ok()?;
+        let start = at + ID + 8;
+        let end = start.checked_add(length).filter(|end| *end <= bytes.len())?;
+        found.insert(id, start..end);
+        at = end;
     }
     Some(found)
 }
@@ -120,7 +126,7 @@ fn read(bytes: &[u8], build: &str) -> Option<HashMap<Id, Vec<u8>>> {
 impl Pieces for SpecCache {
     fn get(&self, file: usize, text: &str, lines: usize) -> Option<(Vec<Node>, usize)> {
         let id = self.id(text, lines);
-        let sealed = self.found.get(&id)?;
+        let sealed = &self.file[self.found.get(&id)?.clone()];
         let (nonce, ciphertext) = sealed.split_at_checked(NONCE)?;
         let nonce: [u8; NONCE] = nonce.try_into().ok()?;
         let plain = Zeroizing::new(self.cipher.decrypt(&nonce.into(), Payload { msg: ciphertext, aad: &id }).ok()?);
