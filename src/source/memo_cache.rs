@@ -10,7 +10,8 @@
 //!
 //! It is outside the output directory on purpose: the tree stays exactly the layout
 //! `docs/render.md` shows, and the memo, which names the tfrs executable it was made by, never
-//! shows in a diff. It holds stamps, object identities and paths: no value. A missing,
+//! shows in a diff. It holds stamps, object identities and paths: no value. Beside it,
+//! `specs.cache` holds the parsed spec files, encrypted (`super::spec_cache`). A missing,
 //! unreadable or foreign memo is an empty one.
 
 use crate::render::memo::Previous;
@@ -255,7 +256,7 @@ fn aside(file: &Path) -> PathBuf {
 }
 
 /// The end of the name of a memo file put aside.
-const ASIDE: &str = ".aside";
+pub(crate) const ASIDE: &str = ".aside";
 
 /// Removes the memo files earlier runs put aside in memo directory `dir`, on a thread of its
 /// own (freeing a large file waits on the file system). Best effort: what is not removed before

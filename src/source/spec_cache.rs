@@ -17,7 +17,7 @@ use aes_gcm::aead::{Aead, Payload};
 use aes_gcm::{Aes256Gcm, KeyInit};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use zeroize::Zeroizing;
@@ -26,6 +26,8 @@ use zeroize::Zeroizing;
 const FILE: &str = "specs.cache";
 /// How the first line begins; the build id follows.
 const HEADER: &str = "tfrs spec cache v1";
+/// The largest cache file read (the 2,000-server platform's is under 4 MB).
+const MAX_FILE: u64 = 1 << 30;
 /// The length of an id and of a nonce.
 const ID: usize = 32;
 const NONCE: usize = 12;
@@ -43,8 +45,8 @@ pub(crate) struct SpecCache {
     file: Vec<u8>,
     /// Where in `file` each piece's nonce and ciphertext are, by id.
     found: HashMap<Id, std::ops::Range<usize>>,
-    /// The ids of `found` this run took.
-    taken: Mutex<Vec<Id>>,
+    /// The ids of `found` this run took (two pieces of the same text are one).
+    taken: Mutex<HashSet<Id>>,
     /// The pieces this run parsed, sealed.
     added: Mutex<Vec<(Id, Vec<u8>)>>,
 }
@@ -53,6 +55,11 @@ impl SpecCache {
     /// The cache in memo directory `dir` for `master`: what its file holds when a build like
     /// this one wrote it, else nothing.
     pub(crate) fn open(dir: &Path, master: &MasterKey) -> SpecCache {
+        SpecCache::open_for(dir, master, super::memo_cache::build_id())
+    }
+
+    /// [`SpecCache::open`] for the build named `build`.
+    fn open_for(dir: &Path, master: &MasterKey, build: String) -> SpecCache {
         let key = master.spec_cache_key();
         let derived = |label: &[u8]| -> Zeroizing<[u8; 32]> {
             let mut mac = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(key.as_slice()).expect("HMAC takes any key length");
@@ -61,17 +68,28 @@ impl SpecCache {
         };
         let cipher = Aes256Gcm::new_from_slice(derived(b"encryption").as_slice()).expect("a 32-byte key");
         let path = dir.join(FILE);
-        let build = super::memo_cache::build_id();
-        let file = std::fs::read(&path).unwrap_or_default();
+        // NB: a file larger than any cache of a real platform is not one this build wrote.
+        let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= MAX_FILE);
+        let file = if small { std::fs::read(&path).unwrap_or_default() } else { Vec::new() };
         let found = read(&file, &build).unwrap_or_default();
         SpecCache { path, build, ids: derived(b"ids"), cipher, file, found, taken: Mutex::default(), added: Mutex::default() }
     }
 
-    fn id(&self, text: &str, lines: usize) -> Id {
+    /// A piece's id: its text only (its lines are kept relative to its start, so a piece moved
+    /// down by an edit above it is still found).
+    fn id(&self, text: &str) -> Id {
         let mut mac = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(self.ids.as_slice()).expect("HMAC takes any key length");
-        mac.update(&(lines as u64).to_be_bytes());
         mac.update(text.as_bytes());
         mac.finalize().into_bytes().into()
+    }
+
+    /// What a piece's ciphertext is bound to: the build that wrote it (the header is not
+    /// trusted on its own) and its id.
+    fn associated(&self, id: &Id) -> Vec<u8> {
+        let mut associated = self.build.as_bytes().to_vec();
+        associated.push(0);
+        associated.extend_from_slice(id);
+        associated
     }
 
     /// Writes the pieces this run took or added, unless that is what the file holds already.
@@ -94,12 +112,21 @@ impl SpecCache {
             bytes.extend_from_slice(&(sealed.len() as u64).to_be_bytes());
             bytes.extend_from_slice(sealed);
         }
-        let temporary = self.path.with_file_name(format!(".{FILE}.{}", std::process::id()));
+        // NB: named like a memo file put aside, so that a file a killed run left is swept with
+        // them; made anew (never through a link left at that name).
+        let temporary = self.path.with_file_name(format!(".{FILE}.{}{}", std::process::id(), super::memo_cache::ASIDE));
         // NB: the memo directory of a first render is made here, before the memo's own save.
         if let Some(dir) = self.path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        if std::fs::write(&temporary, &bytes).and_then(|()| std::fs::rename(&temporary, &self.path)).is_err() {
+        let _ = std::fs::remove_file(&temporary);
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, &bytes))
+            .and_then(|()| std::fs::rename(&temporary, &self.path));
+        if written.is_err() {
             let _ = std::fs::remove_file(&temporary);
         }
     }
@@ -125,23 +152,23 @@ fn read(bytes: &[u8], build: &str) -> Option<HashMap<Id, std::ops::Range<usize>>
 
 impl Pieces for SpecCache {
     fn get(&self, file: usize, text: &str, lines: usize) -> Option<(Vec<Node>, usize)> {
-        let id = self.id(text, lines);
+        let id = self.id(text);
         let sealed = &self.file[self.found.get(&id)?.clone()];
         let (nonce, ciphertext) = sealed.split_at_checked(NONCE)?;
         let nonce: [u8; NONCE] = nonce.try_into().ok()?;
-        let plain = Zeroizing::new(self.cipher.decrypt(&nonce.into(), Payload { msg: ciphertext, aad: &id }).ok()?);
-        let decoded = stored::decode(&plain, file)?;
-        self.taken.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(id);
+        let plain = Zeroizing::new(self.cipher.decrypt(&nonce.into(), Payload { msg: ciphertext, aad: &self.associated(&id) }).ok()?);
+        let decoded = stored::decode(&plain, file, lines)?;
+        self.taken.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id);
         Some(decoded)
     }
 
     fn put(&self, text: &str, lines: usize, documents: &[Node], nodes: usize) {
         use rand::Rng as _;
-        let id = self.id(text, lines);
-        let plain = Zeroizing::new(stored::encode(documents, nodes));
+        let id = self.id(text);
+        let plain = Zeroizing::new(stored::encode(documents, nodes, lines));
         let mut nonce = [0u8; NONCE];
         rand::rng().fill_bytes(&mut nonce);
-        let Ok(ciphertext) = self.cipher.encrypt(&nonce.into(), Payload { msg: &plain, aad: &id }) else { return };
+        let Ok(ciphertext) = self.cipher.encrypt(&nonce.into(), Payload { msg: &plain, aad: &self.associated(&id) }) else { return };
         let mut sealed = nonce.to_vec();
         sealed.extend(ciphertext);
         self.added.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((id, sealed));
@@ -179,7 +206,42 @@ mod tests {
         assert!(other.get(2, TEXT, 0).is_none());
         let cache = SpecCache::open(dir.path(), &key);
         assert!(cache.get(2, &TEXT.replace("acme", "acmf"), 0).is_none());
-        assert!(cache.get(2, TEXT, 1).is_none(), "the lines before it are part of its id");
+        let (moved, _) = cache.get(2, TEXT, 10).expect("the same text further down is found");
+        let below = crate::spec::yaml::parse(2, &format!("{}{TEXT}", "\n".repeat(10))).unwrap();
+        assert_eq!(moved, below, "its lines moved with it");
+    }
+
+    #[test]
+    fn two_pieces_of_one_text_are_one_and_an_unchanged_cache_is_not_written_again() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let key = MasterKey::from_bytes([5; 32]);
+        let run = || {
+            let cache = SpecCache::open(dir.path(), &key);
+            parse_kept(0, TEXT, Some(&cache)).expect("parses");
+            parse_kept(1, TEXT, Some(&cache)).expect("parses");
+            cache.save();
+            std::fs::metadata(dir.path().join(FILE)).unwrap().ino()
+        };
+        let first = run();
+        assert_eq!(run(), first, "the same file, not one written again");
+    }
+
+    #[test]
+    fn a_piece_is_bound_to_the_build_that_wrote_it_whatever_the_header_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = MasterKey::from_bytes([5; 32]);
+        let cache = SpecCache::open_for(dir.path(), &key, "build-a".to_owned());
+        parse_kept(0, TEXT, Some(&cache)).expect("parses");
+        cache.save();
+        let path = dir.path().join(FILE);
+        assert!(SpecCache::open_for(dir.path(), &key, "build-a".to_owned()).get(0, TEXT, 0).is_some());
+        let bytes = std::fs::read(&path).unwrap();
+        let body = &bytes[memchr::memchr(b'\n', &bytes).unwrap()..];
+        std::fs::write(&path, [format!("{HEADER} build-b").as_bytes(), body].concat()).unwrap();
+        let other = SpecCache::open_for(dir.path(), &key, "build-b".to_owned());
+        assert_eq!(other.found.len(), 1, "the header is read");
+        assert!(other.get(0, TEXT, 0).is_none(), "but the piece was sealed for another build");
     }
 
     #[test]

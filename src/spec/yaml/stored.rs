@@ -6,8 +6,9 @@
 //! kind in the low three bits, `PLAIN` and `BLOCK` flags above), `varint(line) ‖
 //! varint(column)`, its plain text when it has one, then its value: a zigzag varint, eight
 //! bytes of a float, a text (`varint(length) ‖ bytes`), or a count of items or entries (each
-//! entry its key's text, line and column, then its node). The file of every origin is the
-//! caller's, given when decoding.
+//! entry its key's text, line and column, then its node). Lines are counted from the piece's
+//! start, so that a piece moved by an edit above it decodes in its new place; the file of every
+//! origin, and the lines before the piece, are the caller's, given when decoding.
 
 use super::{Key, MAX_DEPTH, Node, Origin, Value};
 
@@ -23,23 +24,25 @@ const KIND: u8 = 0b111;
 const PLAIN: u8 = 0b1000;
 const BLOCK: u8 = 0b1_0000;
 
-/// The documents of one parsed piece and how many nodes the parser counted, encoded.
+/// The documents of one parsed piece (after `lines` lines) and how many nodes the parser
+/// counted, encoded.
 #[must_use]
-pub fn encode(documents: &[Node], nodes: usize) -> Vec<u8> {
+pub fn encode(documents: &[Node], nodes: usize, lines: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 * nodes.max(1));
     varint(&mut out, documents.len() as u64);
     varint(&mut out, nodes as u64);
+    let mut writer = Writer { out, lines };
     for document in documents {
-        node(&mut out, document);
+        writer.node(document);
     }
-    out
+    writer.out
 }
 
-/// The documents and node count [`encode`] wrote, every origin in file `file`; `None` when
-/// `bytes` are not such an encoding.
+/// The documents and node count [`encode`] wrote, every origin in file `file` and after
+/// `lines` lines; `None` when `bytes` are not such an encoding.
 #[must_use]
-pub fn decode(bytes: &[u8], file: usize) -> Option<(Vec<Node>, usize)> {
-    let mut reader = Reader { bytes, at: 0, file };
+pub fn decode(bytes: &[u8], file: usize, lines: usize) -> Option<(Vec<Node>, usize)> {
+    let mut reader = Reader { bytes, at: 0, file, lines };
     let count = usize::try_from(reader.varint()?).ok()?;
     let nodes = usize::try_from(reader.varint()?).ok()?;
     let mut documents = Vec::with_capacity(count.min(bytes.len()));
@@ -62,43 +65,51 @@ fn text(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(text.as_bytes());
 }
 
-fn origin(out: &mut Vec<u8>, origin: Origin) {
-    varint(out, origin.line as u64);
-    varint(out, origin.column as u64);
+/// Writes nodes with their lines counted from the piece's start.
+struct Writer {
+    out: Vec<u8>,
+    lines: usize,
 }
 
-fn node(out: &mut Vec<u8>, node: &Node) {
-    let kind = match &node.value {
-        Value::Null => NULL,
-        Value::Bool(false) => FALSE,
-        Value::Bool(true) => TRUE,
-        Value::Int(_) => INT,
-        Value::Float(_) => FLOAT,
-        Value::Str(_) => STR,
-        Value::Seq(_) => SEQ,
-        Value::Map(_) => MAP,
-    };
-    let flags = if node.plain.is_some() { PLAIN } else { 0 } | if node.block { BLOCK } else { 0 };
-    out.push(kind | flags);
-    origin(out, node.origin);
-    if let Some(plain) = &node.plain {
-        text(out, plain);
+impl Writer {
+    fn origin(&mut self, origin: Origin) {
+        varint(&mut self.out, origin.line.saturating_sub(self.lines) as u64);
+        varint(&mut self.out, origin.column as u64);
     }
-    match &node.value {
-        Value::Null | Value::Bool(_) => {}
-        Value::Int(i) => varint(out, ((i << 1) ^ (i >> 63)) as u64),
-        Value::Float(f) => out.extend_from_slice(&f.to_bits().to_le_bytes()),
-        Value::Str(s) => text(out, s),
-        Value::Seq(items) => {
-            varint(out, items.len() as u64);
-            items.iter().for_each(|item| self::node(out, item));
+
+    fn node(&mut self, node: &Node) {
+        let kind = match &node.value {
+            Value::Null => NULL,
+            Value::Bool(false) => FALSE,
+            Value::Bool(true) => TRUE,
+            Value::Int(_) => INT,
+            Value::Float(_) => FLOAT,
+            Value::Str(_) => STR,
+            Value::Seq(_) => SEQ,
+            Value::Map(_) => MAP,
+        };
+        let flags = if node.plain.is_some() { PLAIN } else { 0 } | if node.block { BLOCK } else { 0 };
+        self.out.push(kind | flags);
+        self.origin(node.origin);
+        if let Some(plain) = &node.plain {
+            text(&mut self.out, plain);
         }
-        Value::Map(entries) => {
-            varint(out, entries.len() as u64);
-            for (key, value) in entries {
-                text(out, &key.name);
-                origin(out, key.origin);
-                self::node(out, value);
+        match &node.value {
+            Value::Null | Value::Bool(_) => {}
+            Value::Int(i) => varint(&mut self.out, ((i << 1) ^ (i >> 63)) as u64),
+            Value::Float(f) => self.out.extend_from_slice(&f.to_bits().to_le_bytes()),
+            Value::Str(s) => text(&mut self.out, s),
+            Value::Seq(items) => {
+                varint(&mut self.out, items.len() as u64);
+                items.iter().for_each(|item| self.node(item));
+            }
+            Value::Map(entries) => {
+                varint(&mut self.out, entries.len() as u64);
+                for (key, value) in entries {
+                    text(&mut self.out, &key.name);
+                    self.origin(key.origin);
+                    self.node(value);
+                }
             }
         }
     }
@@ -108,6 +119,7 @@ struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
     file: usize,
+    lines: usize,
 }
 
 impl Reader<'_> {
@@ -142,7 +154,7 @@ impl Reader<'_> {
     }
 
     fn origin(&mut self) -> Option<Origin> {
-        let line = usize::try_from(self.varint()?).ok()?;
+        let line = usize::try_from(self.varint()?).ok()?.checked_add(self.lines)?;
         let column = usize::try_from(self.varint()?).ok()?;
         Some(Origin { file: self.file, line, column })
     }
@@ -201,33 +213,34 @@ mod tests {
     #[test]
     fn decoding_gives_back_what_the_parser_made() {
         let (documents, nodes) = super::super::parse_stream(3, TEXT, 7).expect("parses");
-        let encoded = encode(&documents, nodes);
-        let (decoded, counted) = decode(&encoded, 3).expect("decodes");
+        let encoded = encode(&documents, nodes, 7);
+        let (decoded, counted) = decode(&encoded, 3, 7).expect("decodes");
         assert_eq!(counted, nodes);
         assert_eq!(format!("{decoded:?}"), format!("{documents:?}"), "NaN compares by its debug form");
-        let (moved, _) = decode(&encoded, 9).expect("decodes");
-        assert!(moved.iter().all(|d| d.origin.file == 9), "the caller's file");
+        let (moved, _) = decode(&encoded, 9, 20).expect("decodes");
+        let (below, _) = super::super::parse_stream(9, TEXT, 20).expect("parses");
+        assert_eq!(format!("{moved:?}"), format!("{below:?}"), "the caller's file and lines");
     }
 
     #[test]
     fn anything_else_is_refused_not_misread() {
         let (documents, nodes) = super::super::parse_stream(0, TEXT, 0).expect("parses");
-        let encoded = encode(&documents, nodes);
+        let encoded = encode(&documents, nodes, 0);
         for cut in 0..encoded.len() {
-            assert!(decode(&encoded[..cut], 0).is_none(), "cut at {cut}");
+            assert!(decode(&encoded[..cut], 0, 0).is_none(), "cut at {cut}");
         }
         let mut longer = encoded.clone();
         longer.push(0);
-        assert!(decode(&longer, 0).is_none(), "trailing bytes");
-        assert!(decode(&[0xff; 12], 0).is_none(), "an overlong varint");
+        assert!(decode(&longer, 0, 0).is_none(), "trailing bytes");
+        assert!(decode(&[0xff; 12], 0, 0).is_none(), "an overlong varint");
         // A forged count larger than the input reserves nothing.
-        assert!(decode(&[1, 1, SEQ, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f], 0).is_none());
+        assert!(decode(&[1, 1, SEQ, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f], 0, 0).is_none());
         // Nesting past the parser's bound.
         let mut deep = vec![1, 1];
         for _ in 0..=MAX_DEPTH {
             deep.extend([SEQ, 1, 1, 1]);
         }
         deep.extend([NULL, 1, 1]);
-        assert!(decode(&deep, 0).is_none());
+        assert!(decode(&deep, 0, 0).is_none());
     }
 }
