@@ -153,8 +153,24 @@ pub(crate) struct Staged {
 
 impl Staged {
     /// Writes the memo of `cluster` (its entries and its namespaces' unless `None`, `records`,
-    /// and `stamp` when given) into memo directory `dir`, beside its place.
+    /// and `stamp` when given) into memo directory `dir`, beside its place. When a file cannot
+    /// be written whole (a full disk), none of the cluster's is staged: a memo file cut short is
+    /// never put in place.
     pub(crate) fn add(
+        &mut self,
+        dir: &Path,
+        cluster: &str,
+        jobs: Option<(&Slice<'_, crate::render::memo::Entry>, &Slice<'_, unit::UnitEntry>)>,
+        records: &Records,
+        stamp: Option<&ClusterStamp>,
+    ) -> std::io::Result<()> {
+        let mut staged = Staged::default();
+        staged.write(dir, cluster, jobs, records, stamp)?;
+        self.files.append(&mut staged.files);
+        Ok(())
+    }
+
+    fn write(
         &mut self,
         dir: &Path,
         cluster: &str,
@@ -189,9 +205,13 @@ impl Staged {
     pub(crate) fn add_ids(&mut self, dir: &Path, cluster: &str, ids: &crate::git::commit::ClusterIds) -> std::io::Result<()> {
         use std::io::Write as _;
         std::fs::create_dir_all(dir)?;
-        let mut file = self.create(dir, format!("{cluster}.ids"))?;
+        let mut staged = Staged::default();
+        let mut file = staged.create(dir, format!("{cluster}.ids"))?;
         ids.write_to(&mut file)?;
-        file.flush()
+        file.flush()?;
+        drop(file);
+        self.files.append(&mut staged.files);
+        Ok(())
     }
 
     /// Takes the files `other` staged, to be put in place with these.
@@ -325,6 +345,30 @@ fn prune(memos: &Path, keep: Option<&Path>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cluster_whose_memo_cannot_be_written_whole_puts_none_of_it_in_place() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (jobs, units) = (BTreeMap::new(), BTreeMap::new());
+        let saved = (&Slice::all(&jobs), &Slice::all(&units));
+        // NB: a directory where the entries' temporary file goes: that file cannot be made,
+        // after the records' was.
+        std::fs::create_dir_all(dir.path().join(format!(".c.json.{}", std::process::id()))).expect("blocker");
+        let mut staged = Staged::default();
+        assert!(staged.add(dir.path(), "c", Some(saved), &Records::default(), None).is_err());
+        staged.add(dir.path(), "d", Some(saved), &Records::default(), None).expect("another cluster");
+        staged.commit().expect("put in place");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("listed")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.'))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(names, ["d.files", "d.json", "d.units"], "nothing of `c`, and no temporary left");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).expect("listed").map(|e| e.expect("entry").file_name()).collect();
+        assert_eq!(left.len(), 4, "the blocker and d's three files: {left:?}");
+    }
 
     #[test]
     fn entries_read_back_as_written_in_pieces_and_a_damaged_file_is_none() {
