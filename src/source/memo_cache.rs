@@ -164,40 +164,33 @@ impl Staged {
         records: &Records,
         stamp: Option<&ClusterStamp>,
     ) -> std::io::Result<()> {
-        let mut staged = Staged::default();
-        staged.write(dir, cluster, jobs, records, stamp)?;
-        self.files.append(&mut staged.files);
-        Ok(())
-    }
-
-    fn write(
-        &mut self,
-        dir: &Path,
-        cluster: &str,
-        jobs: Option<(&Slice<'_, crate::render::memo::Entry>, &Slice<'_, unit::UnitEntry>)>,
-        records: &Records,
-        stamp: Option<&ClusterStamp>,
-    ) -> std::io::Result<()> {
         use std::io::Write as _;
         std::fs::create_dir_all(dir)?;
+        let mut staged = Staged::default();
         // NB: streamed to the files a few thousand entries at a time, not built whole in memory
         // first (a large cluster's memo is tens of megabytes).
-        let mut create = |name: String| self.create(dir, name);
+        let mut create = |name: String| staged.create(dir, name);
         if let Some(stamp) = stamp {
             let mut file = create(format!("{cluster}.stamp"))?;
             serde_json::to_writer(&mut file, stamp).map_err(std::io::Error::other)?;
             file.flush()?;
         }
         let mut lines = create(format!("{cluster}.files"))?;
-        let Some((jobs, units)) = jobs else { return records.write_to(&mut lines).and_then(|()| lines.flush()) };
-        let mut namespaces = create(format!("{cluster}.units"))?;
-        let mut json = create(format!("{cluster}.json"))?;
-        // NB: the three files are written side by side.
-        let ((json, namespaces), lines) = rayon::join(
-            || rayon::join(|| write_entries(&mut json, jobs), || write_entries(&mut namespaces, units)),
-            || records.write_to(&mut lines).and_then(|()| lines.flush()),
-        );
-        json.and(namespaces).and(lines)
+        match jobs {
+            None => records.write_to(&mut lines).and_then(|()| lines.flush())?,
+            Some((jobs, units)) => {
+                let mut namespaces = create(format!("{cluster}.units"))?;
+                let mut json = create(format!("{cluster}.json"))?;
+                // NB: the three files are written side by side.
+                let ((json, namespaces), lines) = rayon::join(
+                    || rayon::join(|| write_entries(&mut json, jobs), || write_entries(&mut namespaces, units)),
+                    || records.write_to(&mut lines).and_then(|()| lines.flush()),
+                );
+                json.and(namespaces).and(lines)?;
+            }
+        }
+        self.files.append(&mut staged.files);
+        Ok(())
     }
 
     /// Writes the ids of the directory of `cluster` in the commit just made (see
