@@ -10,7 +10,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-$HOME/.cache/tfrs-fuzz-target}"
 log="$(mktemp)"
-for target in spec_loader overlay_merge confz_merge render_strings; do
+for target in spec_loader overlay_merge confz_merge render_strings stored_pieces; do
   echo "fuzz: ${target} for ${seconds}s"
   set +e
   # New inputs go to a scratch corpus; the repository's corpus only seeds the run.
