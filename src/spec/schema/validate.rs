@@ -46,6 +46,12 @@ pub fn join(path: &str, key: &str) -> String {
 /// Schema keywords that only annotate: no check reads them.
 const ANNOTATIONS: [&str; 8] = ["description", "default", "title", "examples", "deprecated", "readOnly", "writeOnly", "$comment"];
 
+/// Keyword `name` of `schema`: found by going through its few keys, which is cheaper than
+/// hashing the name (a schema object has a handful; the validator asks each node for several).
+fn kw<'s>(schema: &'s Json, name: &str) -> Option<&'s Json> {
+    schema.as_object()?.iter().find_map(|(key, value)| (key == name).then_some(value))
+}
+
 /// The schema of anything (`items` left out).
 static ANY: Json = Json::Bool(true);
 
@@ -54,7 +60,7 @@ impl<'a> Validator<'a> {
         let schema = self.deref(schema);
         self.check_typed(node, &schema, path);
         // The format is checked after the type, so a coerced plain scalar is checked too.
-        if let Some(format) = schema.get("x-tfrs-check").and_then(Json::as_str)
+        if let Some(format) = kw(&schema, "x-tfrs-check").and_then(Json::as_str)
             && let Value::Str(text) = &node.value
             && let Err(expected) = check_format(format, text)
         {
@@ -77,7 +83,7 @@ impl<'a> Validator<'a> {
     {
         let mut current = Cow::Borrowed(schema);
         for _ in 0..16 {
-            let Some(reference) = current.get("$ref").and_then(Json::as_str) else { break };
+            let Some(reference) = kw(&current, "$ref").and_then(Json::as_str) else { break };
             let name = reference.trim_start_matches("#/$defs/");
             let Some(target) = self.root.get("$defs").and_then(|d| d.get(name)) else { break };
             let siblings = current.as_object().is_some_and(|o| o.keys().any(|k| k != "$ref" && !ANNOTATIONS.contains(&k.as_str())));
@@ -99,7 +105,7 @@ impl<'a> Validator<'a> {
     }
 
     fn check_typed(&mut self, node: &mut Node, schema: &Json, path: &str) {
-        let branches = schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Json::as_array);
+        let branches = kw(schema, "anyOf").or_else(|| kw(schema, "oneOf")).and_then(Json::as_array);
         if let Some(branches) = branches {
             let branches: Vec<Cow<'_, Json>> = branches.iter().map(|b| self.deref(b)).collect();
             let branches: Vec<&Json> = branches.iter().map(|b| &**b).collect();
@@ -107,7 +113,7 @@ impl<'a> Validator<'a> {
                 self.check_enum(node, &allowed, path);
                 return;
             }
-            let non_null: Vec<&Json> = branches.iter().copied().filter(|b| b.get("type") != Some(&Json::from("null"))).collect();
+            let non_null: Vec<&Json> = branches.iter().copied().filter(|b| kw(b, "type") != Some(&Json::from("null"))).collect();
             if non_null.len() < branches.len() && node.value == Value::Null {
                 return;
             }
@@ -116,12 +122,12 @@ impl<'a> Validator<'a> {
             }
             return;
         }
-        if let Some(allowed) = schema.get("enum").and_then(Json::as_array) {
+        if let Some(allowed) = kw(schema, "enum").and_then(Json::as_array) {
             let allowed: Vec<&str> = allowed.iter().filter_map(Json::as_str).collect();
             self.check_enum(node, &allowed, path);
             return;
         }
-        let types: Vec<&str> = match schema.get("type") {
+        let types: Vec<&str> = match kw(schema, "type") {
             Some(Json::String(t)) => vec![t.as_str()],
             Some(Json::Array(ts)) => ts.iter().filter_map(Json::as_str).collect(),
             _ => return,
@@ -137,7 +143,7 @@ impl<'a> Validator<'a> {
             "integer" | "number" => self.check_range(node, schema, path),
             "object" => self.check_object(node, schema, path),
             "array" => {
-                let items = schema.get("items").unwrap_or(&ANY);
+                let items = kw(schema, "items").unwrap_or(&ANY);
                 if let Value::Seq(elements) = &mut node.value {
                     for (index, element) in elements.iter_mut().enumerate() {
                         self.check(element, items, &format!("{path}[{index}]"));
@@ -173,7 +179,7 @@ impl<'a> Validator<'a> {
                 other => other,
             };
             let is_secret_source =
-                schema.get("maxProperties").is_some() && schema.get("properties").and_then(|p| p.get("fromEnv")).is_some();
+                kw(schema, "maxProperties").is_some() && kw(schema, "properties").and_then(|p| p.get("fromEnv")).is_some();
             // NB: a scalar where a secret source belongs is probably the secret itself: never echo it.
             let found = match (&node.value, is_secret_source) {
                 (Value::Str(_), true) => "a string".to_owned(),
@@ -228,8 +234,8 @@ impl<'a> Validator<'a> {
             Value::Float(f) => f,
             _ => return,
         };
-        let minimum = schema.get("minimum").and_then(Json::as_f64);
-        let maximum = schema.get("maximum").and_then(Json::as_f64);
+        let minimum = kw(schema, "minimum").and_then(Json::as_f64);
+        let maximum = kw(schema, "maximum").and_then(Json::as_f64);
         let low = minimum.is_some_and(|m| value < m);
         let high = maximum.is_some_and(|m| value > m);
         if low || high {
@@ -239,7 +245,7 @@ impl<'a> Validator<'a> {
                 (None, Some(max)) => format!("at most {max}"),
                 (None, None) => String::new(),
             };
-            let what = if schema.get("type").and_then(Json::as_str) == Some("integer") { "an integer" } else { "a number" };
+            let what = if kw(schema, "type").and_then(Json::as_str) == Some("integer") { "an integer" } else { "a number" };
             self.out.push(Diagnostic::error(
                 Rule::Schema,
                 node.origin,
@@ -251,12 +257,12 @@ impl<'a> Validator<'a> {
 
     fn check_object(&mut self, node: &mut Node, schema: &Json, path: &str) {
         let empty = Map::new();
-        let properties = schema.get("properties").and_then(Json::as_object).unwrap_or(&empty);
-        let additional = schema.get("additionalProperties");
-        let names_format = schema.get("propertyNames").and_then(|p| p.get("x-tfrs-check")).and_then(Json::as_str).map(str::to_owned);
+        let properties = kw(schema, "properties").and_then(Json::as_object).unwrap_or(&empty);
+        let additional = kw(schema, "additionalProperties");
+        let names_format = kw(schema, "propertyNames").and_then(|p| kw(p, "x-tfrs-check")).and_then(Json::as_str).map(str::to_owned);
         let origin = node.origin;
         let Value::Map(entries) = &mut node.value else { return };
-        if let Some(max) = schema.get("maxProperties").and_then(Json::as_u64) {
+        if let Some(max) = kw(schema, "maxProperties").and_then(Json::as_u64) {
             self.check_max_properties(entries, max, properties, origin, path);
         }
         for (key, value) in entries.iter_mut() {
@@ -284,7 +290,7 @@ impl<'a> Validator<'a> {
             }
         }
         if !self.options.partial
-            && let Some(required) = schema.get("required").and_then(Json::as_array)
+            && let Some(required) = kw(schema, "required").and_then(Json::as_array)
         {
             for name in required.iter().filter_map(Json::as_str) {
                 if !entries.iter().any(|(k, _)| k.name == name) {
@@ -329,9 +335,9 @@ impl<'a> Validator<'a> {
 fn constants<'s>(branches: &[&'s Json]) -> Option<Vec<&'s str>> {
     let mut values = Vec::new();
     for branch in branches {
-        if let Some(value) = branch.get("const").and_then(Json::as_str) {
+        if let Some(value) = kw(branch, "const").and_then(Json::as_str) {
             values.push(value);
-        } else if let Some(list) = branch.get("enum").and_then(Json::as_array) {
+        } else if let Some(list) = kw(branch, "enum").and_then(Json::as_array) {
             values.extend(list.iter().filter_map(Json::as_str));
         } else {
             return None;
