@@ -1036,3 +1036,11 @@ fn problems_of_several_clusters_are_reported_at_once_and_nothing_is_written() {
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers.len(), 2, "no staging directory left: {leftovers:?}");
 }
+
+#[test]
+fn validate_counts_each_placement_and_says_how_many_names_there_are() {
+    assert_eq!(
+        ok(&["validate", FLEET]),
+        "valid: 3 TFRClusters, 6 TFRTenants, 5 TFRServers (one per cluster each is placed in: 3 tenant names and 3 server names)\n"
+    );
+}

@@ -127,9 +127,19 @@ fn explain(args: &ValidateArgs, spec: &Spec, bundle: &Bundle, stdout: &mut dyn W
     Ok(())
 }
 
+/// How many objects the specs hold; in a fleet, where one declaration is placed in several
+/// clusters (each placement an object), also how many names.
 fn counts(spec: &Spec) -> String {
+    let names = |names: Vec<&str>| names.into_iter().collect::<std::collections::BTreeSet<_>>().len();
+    let tenants = names(spec.tenants.iter().map(|t| t.name()).collect());
+    let servers = names(spec.servers.iter().map(|s| s.name()).collect());
+    let placed = if (tenants, servers) == (spec.tenants.len(), spec.servers.len()) {
+        String::new()
+    } else {
+        format!(" (one per cluster each is placed in: {} and {})", plural(tenants, "tenant name"), plural(servers, "server name"))
+    };
     format!(
-        "{}, {}, {}",
+        "{}, {}, {}{placed}",
         plural(spec.clusters.len(), "TFRCluster"),
         plural(spec.tenants.len(), "TFRTenant"),
         plural(spec.servers.len(), "TFRServer")
