@@ -109,8 +109,7 @@ pub fn validate(bundle: &Bundle) -> Loaded {
 
 /// [`validate`], with parsed pieces of the spec files kept between runs (see
 /// [`crate::spec::load_kept`]).
-#[must_use]
-pub fn validate_kept(bundle: &Bundle, kept: Option<&dyn crate::spec::yaml::Pieces>) -> Loaded {
+fn validate_kept(bundle: &Bundle, kept: Option<&dyn crate::spec::yaml::Pieces>) -> Loaded {
     let mut loaded = crate::spec::load_kept(bundle, kept);
     if let Some(spec) = &loaded.spec {
         let found = crate::spec::check::clock_checks(spec, inputs::unix_now());
@@ -123,23 +122,15 @@ pub fn validate_kept(bundle: &Bundle, kept: Option<&dyn crate::spec::yaml::Piece
     loaded
 }
 
-/// Reads `inputs` and `overlays` and validates them: the spec, or every error found.
+/// Reads `inputs` and `overlays` and validates them: the spec, or every error found. `kept`
+/// holds the spec files' pieces parsed before, when the caller keeps them between runs (see
+/// [`crate::spec::load_kept`]).
 ///
 /// # Errors
 ///
 /// I/O errors reading inputs ([`Failure::Other`]); an invalid spec ([`Failure::Invalid`]). The
 /// bundle is returned either way, for reports.
-pub fn load(inputs: &[PathBuf], overlays: &[String]) -> anyhow::Result<(Bundle, Result<Spec, Failure>)> {
-    load_kept(inputs, overlays, None)
-}
-
-/// [`load`], with parsed pieces of the spec files kept between runs (see
-/// [`crate::spec::load_kept`]).
-///
-/// # Errors
-///
-/// As [`load`].
-pub fn load_kept(
+pub fn load(
     inputs: &[PathBuf],
     overlays: &[String],
     kept: Option<&dyn crate::spec::yaml::Pieces>,

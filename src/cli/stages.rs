@@ -30,7 +30,7 @@ pub(crate) fn load_kept(
     overlays: &[String],
     kept: Option<&dyn crate::spec::yaml::Pieces>,
 ) -> anyhow::Result<Option<(Spec, Bundle)>> {
-    let (bundle, spec) = pipeline::load_kept(inputs, overlays, kept)?;
+    let (bundle, spec) = pipeline::load(inputs, overlays, kept)?;
     match spec {
         Ok(spec) => Ok(Some((spec, bundle))),
         Err(failure) => {

@@ -258,26 +258,21 @@ pub fn parse_kept(file: usize, text: &str, kept: Option<&dyn Pieces>) -> Result<
         }
         parsed
     };
-    if pieces.len() == 1 && kept.is_some() {
+    if pieces.len() == 1 {
         return one(text, 0).map(|(documents, _)| documents);
     }
-    if pieces.len() > 1 {
-        // NB: documents share nothing (an alias names an anchor of its own document), so
-        // runs of whole documents parse apart. Anything unusual (an error, too many nodes in
-        // all) is parsed again in one piece, for the same answer and the same errors.
-        let parsed: Vec<Parsed> = pieces.par_iter().map(|&(piece, line)| one(piece, line)).collect();
-        let mut documents = Vec::new();
-        let mut nodes = 0;
-        for chunk in parsed {
-            let Ok((found, counted)) = chunk else { return parse_stream(file, text, 0).map(|(documents, _)| documents) };
-            documents.extend(found);
-            nodes += counted;
-        }
-        if nodes <= MAX_NODES {
-            return Ok(documents);
-        }
+    // NB: documents share nothing (an alias names an anchor of its own document), so runs of
+    // whole documents parse apart. Anything unusual (an error, too many nodes in all) is
+    // parsed again in one piece, for the same answer and the same errors.
+    let parsed: Vec<Parsed> = pieces.par_iter().map(|&(piece, line)| one(piece, line)).collect();
+    let mut documents = Vec::new();
+    let mut nodes = 0;
+    for chunk in parsed {
+        let Ok((found, counted)) = chunk else { return parse_stream(file, text, 0).map(|(documents, _)| documents) };
+        documents.extend(found);
+        nodes += counted;
     }
-    parse_stream(file, text, 0).map(|(documents, _)| documents)
+    if nodes <= MAX_NODES { Ok(documents) } else { parse_stream(file, text, 0).map(|(documents, _)| documents) }
 }
 
 /// The documents of a stream and how many nodes they hold, or why it does not parse.

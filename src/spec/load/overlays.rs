@@ -135,7 +135,7 @@ fn parse_overlay(document: &Node, schemas: &BTreeMap<Kind, Json>, partial: Parti
     // NB: checked against the fields a layer may set: an unknown field's message lists only
     // those, and suggests none of the others (each reported above once).
     let mut schema = spec_schema(&schemas[&kind]);
-    if let Some(properties) = spec_object(&mut schema).get_mut("properties").and_then(Json::as_object_mut) {
+    if let Some(properties) = schema.get_mut("properties").and_then(Json::as_object_mut) {
         forbidden.iter().for_each(|name| drop(properties.shift_remove(*name)));
     }
     if let Value::Map(entries) = &mut spec.value {
@@ -211,27 +211,17 @@ fn environment_target(document: &Node, kind: Kind, out: &mut Vec<Diagnostic>) ->
     }
 }
 
-/// The schema of `spec` inside a document schema, with the document's `$defs`.
+/// The schema of `spec` inside a document schema, with the document's `$defs`: the definition
+/// its `$ref` names, when it names one, so that its `properties` can be edited.
 fn spec_schema(document: &Json) -> Json {
-    let mut spec = document.get("properties").and_then(|p| p.get("spec")).cloned().unwrap_or(Json::Bool(true));
-    if let (Some(object), Some(defs)) = (spec.as_object_mut(), document.get("$defs")) {
+    let defs = document.get("$defs");
+    let spec = document.get("properties").and_then(|p| p.get("spec"));
+    let named = spec.and_then(|s| s.get("$ref")).and_then(Json::as_str).and_then(|r| defs?.get(r.strip_prefix("#/$defs/")?));
+    let mut spec = named.or(spec).cloned().unwrap_or(Json::Bool(true));
+    if let (Some(object), Some(defs)) = (spec.as_object_mut(), defs) {
         object.insert("$defs".to_owned(), defs.clone());
     }
     spec
-}
-
-/// The object schema of a spec schema ([`spec_schema`]): the definition it refers to, put in
-/// its place (with the `$defs`), or itself.
-fn spec_object(schema: &mut Json) -> &mut Json {
-    let target = schema.get("$ref").and_then(Json::as_str).and_then(|r| r.strip_prefix("#/$defs/")).map(str::to_owned);
-    if let Some(definition) = target.and_then(|name| schema.get("$defs")?.get(&name).cloned())
-        && let (Json::Object(object), Some(defs)) = (definition, schema.get("$defs").cloned())
-    {
-        let mut object = object;
-        object.insert("$defs".to_owned(), defs);
-        *schema = Json::Object(object);
-    }
-    schema
 }
 
 /// Which overlays each cluster asks for, with the `spec.overlays` entry that names each (from its
