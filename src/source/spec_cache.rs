@@ -4,12 +4,13 @@
 //! eighth of a one-server re-render; decoding the kept pieces is a fraction of that.
 //!
 //! A piece's text may hold literal secret values (`value:` sources), so nothing in the file is
-//! plain: each piece is encrypted (AES-256-GCM, a random 96-bit nonce, its id as associated
-//! data) and named by an id that is keyed too, `HMAC-SHA256(id key, lines ‖ text)`. Both keys
-//! are derived from the master key (`tfrs/spec-cache-key/v1`), so without it there is no cache,
-//! and with another key the file reads as empty. The first line names the tfrs build that wrote
-//! it (as the memo does): another build parses everything again. A piece that does not decrypt
-//! or decode is parsed; a cache that cannot be read or written costs time, never correctness.
+//! plain: each piece is encrypted (AES-256-GCM, a random 96-bit nonce, the build and its id as
+//! associated data) and named by an id that is keyed too, `HMAC-SHA256(id key, text)` (its lines
+//! are stored counted from its start, so the id need not hold its place). Both keys are derived
+//! from the master key (`tfrs/spec-cache-key/v1`), so without it there is no cache, and with
+//! another key the file reads as empty. The first line names the tfrs build that wrote it (as
+//! the memo does): another build parses everything again. A piece that does not decrypt or
+//! decode is parsed; a cache that cannot be read or written costs time, never correctness.
 
 use crate::secrets::MasterKey;
 use crate::spec::yaml::{Node, Pieces, stored};
@@ -32,7 +33,7 @@ const MAX_FILE: u64 = 1 << 30;
 const ID: usize = 32;
 const NONCE: usize = 12;
 
-/// A piece's id: the keyed digest of its text and the lines before it.
+/// A piece's id: the keyed digest of its text.
 type Id = [u8; ID];
 
 /// The spec cache of one memo directory, as a render reads and adds to it.
@@ -61,11 +62,7 @@ impl SpecCache {
     /// [`SpecCache::open`] for the build named `build`.
     fn open_for(dir: &Path, master: &MasterKey, build: String) -> SpecCache {
         let key = master.spec_cache_key();
-        let derived = |label: &[u8]| -> Zeroizing<[u8; 32]> {
-            let mut mac = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(key.as_slice()).expect("HMAC takes any key length");
-            mac.update(label);
-            Zeroizing::new(mac.finalize().into_bytes().into())
-        };
+        let derived = |label: &[u8]| Zeroizing::new(keyed(key.as_slice(), label));
         let cipher = Aes256Gcm::new_from_slice(derived(b"encryption").as_slice()).expect("a 32-byte key");
         let path = dir.join(FILE);
         // NB: a file larger than any cache of a real platform is not one this build wrote.
@@ -78,9 +75,7 @@ impl SpecCache {
     /// A piece's id: its text only (its lines are kept relative to its start, so a piece moved
     /// down by an edit above it is still found).
     fn id(&self, text: &str) -> Id {
-        let mut mac = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(self.ids.as_slice()).expect("HMAC takes any key length");
-        mac.update(text.as_bytes());
-        mac.finalize().into_bytes().into()
+        keyed(self.ids.as_slice(), text.as_bytes())
     }
 
     /// What a piece's ciphertext is bound to: the build that wrote it (the header is not
@@ -130,6 +125,13 @@ impl SpecCache {
             let _ = std::fs::remove_file(&temporary);
         }
     }
+}
+
+/// `HMAC-SHA256(key, data)`.
+fn keyed(key: &[u8], data: &[u8]) -> [u8; 32] {
+    let mut mac = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(data);
+    mac.finalize().into_bytes().into()
 }
 
 /// Where the pieces of a cache file's `bytes` written by build `build` are; `None` for any
