@@ -363,3 +363,33 @@ fn usage_errors_follow_color_too() {
     let invalid = tfrs(&["--color", "purple", "version"]);
     assert_eq!(invalid.status.code(), Some(2), "{}", report(&invalid));
 }
+
+/// Each command ends an invalid spec's report with what it did not do: files for `render`,
+/// the cluster for `reconcile`; a command that only reads says nothing of the kind.
+#[test]
+fn an_invalid_spec_report_says_what_the_command_did_not_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "apiVersion: tfrs.turingfocus.cn/v1alpha1\nkind: TFRCluster\nmetadata: {name: lab}\nspec: {ingress: {domian: x}}\n",
+    )
+    .unwrap();
+    let spec = spec.to_str().unwrap();
+    let out = dir.path().join("out");
+    // NB: reconcile's 1 means a rollout that failed; anything that stops it before is 2.
+    let cases: [(&[&str], &str, i32); 5] = [
+        (&["render", spec, "--out", out.to_str().unwrap()], "error: 1 problem found; nothing was written\n", 1),
+        (&["reconcile", spec, "--dry-run"], "error: 1 problem found; nothing was applied\n", 2),
+        (&["plan", spec], "error: 1 problem found\n", 1),
+        (&["graph", spec], "error: 1 problem found\n", 1),
+        (&["validate", spec], "error: 1 error in 1 file\n", 1),
+    ];
+    for (args, ending, code) in cases {
+        let output = tfrs(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {}", report(&output));
+        assert!(stderr.ends_with(ending), "{args:?} should end with {ending:?}:\n{stderr}");
+    }
+    assert!(!out.exists(), "render wrote nothing");
+}

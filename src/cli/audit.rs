@@ -24,7 +24,7 @@ const IDENTITY_FIELDS: &[&str] = &["username", "rootUser", "clientId"];
 
 /// Runs `tfrs audit`.
 pub fn run(args: &AuditArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, bundle)) = load(&args.inputs, &[])? else {
+    let Some((spec, bundle)) = load(&args.inputs, &[], super::stages::Effect::Reads)? else {
         return Ok(Status::Error);
     };
     let needles = needles(args, &spec, &bundle)?;

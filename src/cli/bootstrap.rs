@@ -15,7 +15,7 @@ use zeroize::Zeroizing;
 
 /// Runs `tfrs bootstrap`.
 pub fn run(args: &BootstrapArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, bundle)) = super::stages::load(&args.spec.inputs, &args.spec.overlays)? else {
+    let Some((spec, bundle)) = super::stages::load(&args.spec.inputs, &args.spec.overlays, super::stages::Effect::Applies)? else {
         return Ok(Status::Error);
     };
     let age = match (&args.age_identity, &args.sealing_key) {

@@ -29,7 +29,7 @@ pub fn proxy_path(namespace: &str, controller: &str) -> String {
 }
 
 fn run_fetch(args: &CertFetchArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, _bundle)) = super::stages::load(&args.spec.inputs, &args.spec.overlays)? else {
+    let Some((spec, _bundle)) = super::stages::load(&args.spec.inputs, &args.spec.overlays, super::stages::Effect::Writes)? else {
         return Ok(Status::Error);
     };
     let names: Vec<String> = spec.clusters.iter().map(|c| c.name().to_owned()).collect();

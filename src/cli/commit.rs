@@ -3,7 +3,7 @@
 
 use super::Status;
 use super::args::CommitArgs;
-use super::stages::{load, report, select};
+use super::stages::{Effect, load, report, select};
 use crate::git::Author;
 use crate::git::commit::{ClusterIds, CommitOptions, KnownIds, Outcome, Push, commit};
 use crate::pipeline::{self, Setup};
@@ -98,7 +98,7 @@ fn load_and_open(args: &CommitArgs) -> anyhow::Result<Option<(Spec, Bundle, git2
     // fetched only for valid specs.
     let (loaded, opened) = std::thread::scope(|scope| {
         let opening = (!crate::git::remote::is_url(&args.repo)).then(|| scope.spawn(|| crate::git::open(&args.repo)));
-        let loaded = load(&args.inputs, &args.settings.overlays);
+        let loaded = load(&args.inputs, &args.settings.overlays, Effect::Writes);
         (loaded, opening.map(|opening| opening.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
     });
     let Some((spec, bundle)) = loaded? else {
@@ -212,7 +212,7 @@ fn build_with_memo(
             let units = memo.as_ref().map(|memo| (memo.stamper(), built.units));
             Ok(Some(WithMemo { tree: built.tree, memo: built.memo, reused: built.reused, known, units }))
         }
-        Err(failure) => report(failure, bundle).map(|()| None),
+        Err(failure) => report(failure, bundle, Effect::Writes).map(|()| None),
     }
 }
 

@@ -19,7 +19,7 @@ pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::R
         anyhow::bail!("`--parts` writes the markdown report in parts: use it with `--format markdown`");
     }
     let repo_arg = args.repo.as_deref().unwrap_or_default();
-    let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays)? else {
+    let Some((spec, bundle)) = load(&args.inputs, &args.settings.overlays, super::stages::Effect::Reads)? else {
         return Ok(Status::Error);
     };
     let spec = select(spec, &bundle, &args.settings.clusters)?;

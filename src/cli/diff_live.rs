@@ -20,7 +20,7 @@ const CONCURRENCY: usize = 16;
 /// Runs `tfrs diff --live`. Exit: 0 no drift and everything ready, 1 drift, a refused dry run or
 /// an unready component, 2 error.
 pub fn run(args: &DiffArgs, colour: Colour, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, bundle)) = super::stages::load(&args.inputs, &args.settings.overlays)? else {
+    let Some((spec, bundle)) = super::stages::load(&args.inputs, &args.settings.overlays, super::stages::Effect::Reads)? else {
         return Ok(Status::Error);
     };
     let settings = &args.settings;

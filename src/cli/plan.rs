@@ -10,7 +10,7 @@ use std::io::Write;
 
 /// Runs `tfrs plan`.
 pub fn run(args: &PlanArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
-    let Some((spec, bundle)) = super::stages::load(&args.specs.inputs, &args.specs.overlays)? else {
+    let Some((spec, bundle)) = super::stages::load(&args.specs.inputs, &args.specs.overlays, super::stages::Effect::Reads)? else {
         return Ok(Status::Failure);
     };
     let spec = super::stages::select(spec, &bundle, &args.specs.clusters)?;

@@ -99,7 +99,7 @@ fn load(args: &ReconcileArgs) -> anyhow::Result<Option<Rollout>> {
             Rollout::load(plan, &read, identity).with_context(|| format!("cannot load the plan in `{}`", cluster_dir.display()))?;
         return Ok(Some(rollout));
     }
-    let Some((spec, bundle)) = super::stages::load(&args.inputs, &args.overlays)? else {
+    let Some((spec, bundle)) = super::stages::load(&args.inputs, &args.overlays, super::stages::Effect::Applies)? else {
         return Ok(None);
     };
     rendered(&spec, &bundle, args.templates.as_deref(), args.master_key_file.as_deref(), args.cluster.as_deref(), identity)
@@ -121,7 +121,7 @@ pub(super) fn rendered(
     let tree = match crate::pipeline::build_sealed(spec, bundle, &setup) {
         Ok(tree) => tree,
         Err(failure) => {
-            super::stages::report(failure, bundle)?;
+            super::stages::report(failure, bundle, super::stages::Effect::Applies)?;
             return Ok(None);
         }
     };

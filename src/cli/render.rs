@@ -2,7 +2,7 @@
 
 use super::Status;
 use super::args::RenderArgs;
-use super::stages::{load_kept, report, select};
+use super::stages::{Effect, load_kept, report, select};
 use crate::layout;
 use crate::pipeline::{self, Built, Failure, Setup};
 use crate::render::stamp::{ClusterStamp, Outcomes};
@@ -27,7 +27,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // cannot be read (then every component is templated and every file read).
     let memos = (!args.no_memo).then(|| memo_cache::open(&out, !args.check)).flatten();
     let specs = memos.as_deref().and_then(|dir| spec_cache(dir, settings.master_key_file.as_deref()));
-    let loaded = load_kept(&args.inputs, &settings.overlays, specs.as_ref().map(|c| c as &dyn crate::spec::yaml::Pieces))?;
+    let loaded = load_kept(&args.inputs, &settings.overlays, specs.as_ref().map(|c| c as &dyn crate::spec::yaml::Pieces), Effect::Writes)?;
     let Some((spec, bundle)) = loaded else {
         return Ok(Status::Failure);
     };
@@ -42,7 +42,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         Ok(sum) => sum,
         Err(failure) => {
             drop(staging);
-            return report(failure, &bundle).map(|()| Status::Failure);
+            return report(failure, &bundle, Effect::Writes).map(|()| Status::Failure);
         }
     };
     let rest = rest_of(&out, &spec, &kept, args.check)?;
