@@ -104,13 +104,13 @@ fn tagged<'a>(kind: &'static str, object: &'a (dyn ObjectParts + Sync)) -> (&'st
 
 trait ObjectParts {
     /// The digest of its metadata, placement and spec.
-    fn digest(&self, kind: &str) -> [u8; 32];
+    fn digest(&self, kind: &'static str) -> [u8; 32];
     /// Adds the files its merged tree and layers come from.
     fn files(&self, out: &mut BTreeSet<usize>);
 }
 
 impl<S: serde::Serialize> ObjectParts for crate::spec::Object<S> {
-    fn digest(&self, kind: &str) -> [u8; 32] {
+    fn digest(&self, kind: &'static str) -> [u8; 32] {
         crate::render::unit::object_digest(kind, self)
     }
 

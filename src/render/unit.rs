@@ -96,9 +96,12 @@ pub(crate) fn inputs(frame: &[u8; 32], unit: &Unit<'_>) -> [u8; 32] {
     hasher.finalize().into()
 }
 
-/// A spec object's digest: its kind, cluster, metadata and spec as loaded.
-pub(crate) fn object_digest<S: Serialize>(kind: &str, object: &Object<S>) -> [u8; 32] {
-    memo::inputs_digest(&[kind.as_bytes(), object.cluster.as_bytes()], &(&object.metadata, &object.spec))
+/// A spec object's digest: its kind, cluster, metadata and spec as loaded; made once per object
+/// (the cluster's stamp takes it too).
+pub(crate) fn object_digest<S: Serialize>(kind: &'static str, object: &Object<S>) -> [u8; 32] {
+    object
+        .digest
+        .get_or_make(kind, || memo::inputs_digest(&[kind.as_bytes(), object.cluster.as_bytes()], &(&object.metadata, &object.spec)))
 }
 
 /// Whether `reads` read a `fromFile` file.

@@ -37,6 +37,38 @@ pub struct Object<S> {
     pub tree: Arc<Node>,
     /// The layers that contributed to `spec`, lowest first (overlays, then the spec itself).
     pub layers: Vec<Layer>,
+    /// Its digest once made (`crate::render::unit::object_digest`): both the cluster's stamp and
+    /// its namespace's take it. A copy starts without one.
+    pub digest: DigestOnce,
+}
+
+/// A digest made at most once, with the kind it was made for; never copied (a copy may be
+/// changed before it is digested) and never printed.
+#[derive(Default)]
+pub struct DigestOnce(std::sync::OnceLock<(&'static str, [u8; 32])>);
+
+impl DigestOnce {
+    /// The digest made for `kind`, made by `make` the first time; made again (not kept) for
+    /// another kind.
+    pub fn get_or_make(&self, kind: &'static str, make: impl FnOnce() -> [u8; 32]) -> [u8; 32] {
+        match self.0.get() {
+            Some((made_for, digest)) if *made_for == kind => *digest,
+            Some(_) => make(),
+            None => self.0.get_or_init(|| (kind, make())).1,
+        }
+    }
+}
+
+impl Clone for DigestOnce {
+    fn clone(&self) -> DigestOnce {
+        DigestOnce::default()
+    }
+}
+
+impl std::fmt::Debug for DigestOnce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DigestOnce")
+    }
 }
 
 impl<S> Object<S> {
@@ -483,7 +515,14 @@ fn build<S: DeserializeOwned>(mut document: Node, layers: Layers, schema: &Json,
         return None;
     }
     match crate::spec::yaml::from_node::<Document<S>>(&document) {
-        Ok(typed) => Some(Object { metadata: typed.metadata, cluster, spec: typed.spec, tree: Arc::new(document), layers }),
+        Ok(typed) => Some(Object {
+            metadata: typed.metadata,
+            cluster,
+            spec: typed.spec,
+            tree: Arc::new(document),
+            layers,
+            digest: DigestOnce::default(),
+        }),
         Err(error) => {
             // NB: the schema comes from the same types, so this means the two disagree: a bug.
             out.push(Diagnostic::error(

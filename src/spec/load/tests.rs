@@ -110,3 +110,23 @@ fn builtin_overlays_are_valid() {
     let loaded = load(&Bundle::with_builtins());
     assert!(loaded.diagnostics.is_empty(), "{:#?}", loaded.diagnostics);
 }
+
+#[test]
+fn an_object_digest_is_made_once_and_a_copy_starts_without_it() {
+    let spec = loaded("");
+    let tenant = &spec.tenants[0];
+    let made = std::cell::Cell::new(0);
+    let make = |value: u8| {
+        made.set(made.get() + 1);
+        [value; 32]
+    };
+    assert_eq!(tenant.digest.get_or_make("tenant", || make(1)), [1; 32]);
+    assert_eq!(tenant.digest.get_or_make("tenant", || make(2)), [1; 32], "kept, not made again");
+    assert_eq!(tenant.digest.get_or_make("server", || make(3)), [3; 32], "another kind is made, not given the tenant's");
+    assert_eq!(tenant.digest.get_or_make("tenant", || make(4)), [1; 32], "nor kept over it");
+    // NB: a copy may be placed in another cluster before it is digested.
+    let mut copy = tenant.clone();
+    copy.cluster = "other".into();
+    assert_eq!(copy.digest.get_or_make("tenant", || make(5)), [5; 32], "a copy makes its own");
+    assert_eq!(made.get(), 3);
+}
