@@ -28,6 +28,7 @@ pub mod audit;
 pub mod cache;
 pub mod catalog;
 pub mod cli;
+pub(crate) mod codec;
 pub mod git;
 pub mod infra;
 pub mod layout;

@@ -33,7 +33,7 @@ use super::stamp::{Outcomes, Read};
 use crate::object::{ContentId, ObjectId};
 use crate::secrets::bytes::push_lp;
 use hmac::{Hmac, KeyInit, Mac};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -41,7 +41,7 @@ use std::sync::Mutex;
 use zeroize::Zeroizing;
 
 /// What is kept of one job between runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// The stamp, lowercase hex.
     pub stamp: String,
@@ -51,34 +51,13 @@ pub struct Entry {
     pub objects: Vec<Object>,
 }
 
-/// One object of a job: its identity and its file in the job's directory. Kept as a JSON array
-/// (`[apiVersion, kind, namespace, name, file]`): a large platform has tens of thousands.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(from = "Row")]
+/// One object of a job: its identity and its file in the job's directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Object {
     /// The object.
     pub id: ObjectId,
     /// The file name in the job's directory.
     pub file: String,
-}
-
-/// The stored form of an [`Object`].
-#[derive(Deserialize)]
-struct Row(String, String, Option<String>, String, String);
-
-impl From<Row> for Object {
-    fn from(Row(api_version, kind, namespace, name, file): Row) -> Object {
-        // NB: the strings read are moved in, not copied (tens of thousands per memo).
-        Object { id: ObjectId { api_version, kind, namespace: namespace.filter(|n| !n.is_empty()), name }, file }
-    }
-}
-
-// NB: written as the same array a `Row` reads, from borrowed fields (not through a copy).
-impl Serialize for Object {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let ObjectId { api_version, kind, namespace, name } = &self.id;
-        (api_version, kind, namespace, name, &self.file).serialize(serializer)
-    }
 }
 
 /// Every job's entry, by job key.
@@ -330,7 +309,7 @@ impl std::io::Write for HashWriter<'_> {
 // The tenant namespaces' entries: what `render::unit` keeps of a namespace between runs.
 
 /// What is kept of a namespace's render between runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnitEntry {
     /// The stamp, lowercase hex.
     pub stamp: String,
@@ -341,14 +320,13 @@ pub struct UnitEntry {
 }
 
 /// One component of a namespace, as its entry keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnitComponent {
     /// Its id.
     pub id: String,
     /// How long Flux waits for it.
     pub timeout: String,
     /// The memo jobs of its sealed Secrets' files, in order.
-    #[serde(default)]
     pub sealed: Vec<String>,
 }
 
@@ -443,20 +421,6 @@ mod tests {
 
     fn resource(name: &str, text: &str) -> Resource {
         Resource { id: ObjectId::new("v1", "ConfigMap", Some("ns"), name), text: text.into(), kept: None }
-    }
-
-    #[test]
-    fn an_object_is_kept_as_one_array_and_read_back() {
-        let namespaced = Object { id: ObjectId::new("apps/v1", "Deployment", Some("acme"), "web"), file: "deployment-web.yaml".into() };
-        let cluster_wide = Object { id: ObjectId::new("v1", "Namespace", None, "acme"), file: "namespace-acme.yaml".into() };
-        let text = serde_json::to_string(&[&namespaced, &cluster_wide]).unwrap();
-        assert_eq!(
-            text,
-            r#"[["apps/v1","Deployment","acme","web","deployment-web.yaml"],["v1","Namespace",null,"acme","namespace-acme.yaml"]]"#
-        );
-        assert_eq!(serde_json::from_str::<Vec<Object>>(&text).unwrap(), [namespaced, cluster_wide.clone()]);
-        let empty: Object = serde_json::from_str(r#"["v1","Namespace","","acme","namespace-acme.yaml"]"#).unwrap();
-        assert_eq!(empty, cluster_wide, "an empty namespace reads as none");
     }
 
     #[test]

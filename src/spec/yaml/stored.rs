@@ -11,6 +11,7 @@
 //! origin, and the lines before the piece, are the caller's, given when decoding.
 
 use super::{Key, MAX_DEPTH, Node, Origin, Value};
+use crate::codec::{put_text as text, put_varint as varint};
 
 const NULL: u8 = 0;
 const FALSE: u8 = 1;
@@ -42,27 +43,14 @@ pub fn encode(documents: &[Node], nodes: usize, lines: usize) -> Vec<u8> {
 /// `lines` lines; `None` when `bytes` are not such an encoding.
 #[must_use]
 pub fn decode(bytes: &[u8], file: usize, lines: usize) -> Option<(Vec<Node>, usize)> {
-    let mut reader = Reader { bytes, at: 0, file, lines };
+    let mut reader = Reader { fields: crate::codec::Reader::new(bytes), file, lines };
     let count = usize::try_from(reader.varint()?).ok()?;
     let nodes = usize::try_from(reader.varint()?).ok()?;
     let mut documents = Vec::with_capacity(count.min(bytes.len()));
     for _ in 0..count {
         documents.push(reader.node(0)?);
     }
-    (reader.at == bytes.len()).then_some((documents, nodes))
-}
-
-fn varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn text(out: &mut Vec<u8>, text: &str) {
-    varint(out, text.len() as u64);
-    out.extend_from_slice(text.as_bytes());
+    reader.is_done().then_some((documents, nodes))
 }
 
 /// Writes nodes with their lines counted from the piece's start.
@@ -115,55 +103,32 @@ impl Writer {
     }
 }
 
+/// Reads nodes whose origins are in `file`, their lines counted after `lines`.
 struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+    fields: crate::codec::Reader<'a>,
     file: usize,
     lines: usize,
 }
 
+impl<'a> std::ops::Deref for Reader<'a> {
+    type Target = crate::codec::Reader<'a>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.fields
+    }
+}
+
+impl std::ops::DerefMut for Reader<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.fields
+    }
+}
+
 impl Reader<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let byte = *self.bytes.get(self.at)?;
-        self.at += 1;
-        Some(byte)
-    }
-
-    fn varint(&mut self) -> Option<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = self.byte()?;
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte < 0x80 {
-                return Some(value);
-            }
-        }
-        None
-    }
-
-    fn take(&mut self, length: usize) -> Option<&[u8]> {
-        let end = self.at.checked_add(length)?;
-        let taken = self.bytes.get(self.at..end)?;
-        self.at = end;
-        Some(taken)
-    }
-
-    fn text(&mut self) -> Option<String> {
-        let length = usize::try_from(self.varint()?).ok()?;
-        std::str::from_utf8(self.take(length)?).ok().map(str::to_owned)
-    }
-
     fn origin(&mut self) -> Option<Origin> {
         let line = usize::try_from(self.varint()?).ok()?.checked_add(self.lines)?;
         let column = usize::try_from(self.varint()?).ok()?;
         Some(Origin { file: self.file, line, column })
-    }
-
-    /// A count of items, each at least one byte long (so a forged count cannot reserve more
-    /// than the input could hold).
-    fn count(&mut self) -> Option<usize> {
-        let count = usize::try_from(self.varint()?).ok()?;
-        (count <= self.bytes.len() - self.at).then_some(count)
     }
 
     fn node(&mut self, depth: usize) -> Option<Node> {
