@@ -39,6 +39,7 @@ pub mod pipeline;
 pub mod reconcile;
 pub mod render;
 pub mod secrets;
+pub(crate) mod sorted;
 pub mod source;
 pub mod spec;
 pub mod tree;

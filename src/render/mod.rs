@@ -168,12 +168,7 @@ pub fn render_with_memo(
         }
     }
     if context.errors.is_empty() {
-        // NB: sorted side by side first (tens of thousands of keys with long common prefixes);
-        // the map then finds one run (a stable sort: of equal keys the last recorded wins, as
-        // before).
-        let mut recorded = context.recorded;
-        rayon::slice::ParallelSliceMut::par_sort_by(recorded.as_mut_slice(), |a, b| a.0.cmp(&b.0));
-        let memo = recorded.into_iter().collect();
+        let memo = crate::sorted::into_map(context.recorded);
         Ok(Rendered { clusters, resolved: context.resolved, memo, reused: context.reused, units: context.units })
     } else {
         Err(Problems { diagnostics: context.errors, environment: context.environment })

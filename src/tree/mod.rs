@@ -320,12 +320,9 @@ fn seal_one(
 
 /// `map` with `entries` added, a later entry for a path replacing an earlier one. Into an empty
 /// map (a tree's first cluster), collected: sorted once, not searched per path.
-fn extend<V: Send>(map: &mut BTreeMap<String, V>, mut entries: Vec<(String, V)>) {
+fn extend<V: Send>(map: &mut BTreeMap<String, V>, entries: Vec<(String, V)>) {
     if map.is_empty() {
-        // NB: sorted side by side first (a large cluster has 60,000 paths with long common
-        // prefixes); the map then finds one run. Stable, so of equal paths the last still wins.
-        entries.par_sort_by(|a, b| a.0.cmp(&b.0));
-        *map = entries.into_iter().collect();
+        *map = crate::sorted::into_map(entries);
     } else {
         map.extend(entries);
     }
