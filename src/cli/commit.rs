@@ -60,7 +60,7 @@ pub fn run(args: &CommitArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     // NB: how much of the templating the memo saved (not said without a memo).
     let note = if jobs.is_empty() { String::new() } else { format!(" ({reused} of {} templated units reused)", jobs.len()) };
     if let Some(memos) = memos.as_deref() {
-        jobs.extend(tree.memo_entries());
+        jobs.extend(tree.take_memo_entries());
         let ids = match &outcome {
             Outcome::Committed { ids, .. } | Outcome::NoChanges { ids, .. } => ids.as_slice(),
         };

@@ -286,7 +286,7 @@ fn render_cluster(
         tree.keep_sealed(memo);
     }
     let sealed = seal_against(&mut tree, &current)?;
-    jobs.extend(tree.memo_entries());
+    jobs.extend(tree.take_memo_entries());
     let (files, unread) = tree.into_files();
     let changes = current.changes(&files, &unread, &|_| true, &|_| false);
     let stats = sum.add(&changes.update, Some((&files, &unread)), staging.as_deref_mut())?;

@@ -350,7 +350,7 @@ mod tests {
         tree.keep_sealed(&memo);
         let previous = |path: &str| crate::manifest::read_object(files.get(path)?);
         tree.seal(&previous, &mut StdRng::seed_from_u64(1)).expect("seals");
-        let entries: Table = tree.memo_entries().into_iter().collect();
+        let entries: Table = tree.take_memo_entries().into_iter().collect();
         let (files, kept) = tree.into_files();
         (files, kept, entries)
     }

@@ -99,7 +99,7 @@ impl Tree {
     }
 
     /// [`Tree::add`], keeping `plan.json` as it is when the render memo vouches for the file
-    /// written from an equal plan (its entry is among [`Tree::memo_entries`]).
+    /// written from an equal plan (its entry is among [`Tree::take_memo_entries`]).
     ///
     /// # Errors
     ///
@@ -120,7 +120,7 @@ impl Tree {
     /// holds for the Secret's seal inputs ([`seal_inputs`]: the values' fingerprints, the
     /// sealer, the metadata) and for the file now at its path. Sealing over that file would
     /// give its bytes again, so it is kept as it is, unread. Without a fingerprint key nothing
-    /// is kept. Returns how many were kept; [`Tree::memo_entries`] gives the stamps to save.
+    /// is kept. Returns how many were kept; [`Tree::take_memo_entries`] gives the stamps to save.
     pub fn keep_sealed(&mut self, memo: &Memo<'_>) -> usize {
         let Some(key) = self.fingerprint_key.as_ref() else { return 0 };
         let (sealers, plans) = (&self.sealers, &self.plans);
@@ -159,12 +159,14 @@ impl Tree {
     /// The memo entries of the files the tree keeps or makes itself, by job key, once
     /// [`Tree::seal`] ran: `plan.json`'s and the sealed files' (those given back with their
     /// namespace, those [`Tree::keep_sealed`] kept and those sealed since; only the first when
-    /// it did not run).
+    /// it did not run). Those it was given are moved out, not copied: a second call has none
+    /// of them.
     #[must_use]
-    pub fn memo_entries(&self) -> Vec<(String, Entry)> {
-        let mut entries = self.vouched.clone();
-        let Some(sealed_memo) = &self.sealed_memo else { return entries };
-        entries.extend(sealed_memo.kept.iter().cloned());
+    pub fn take_memo_entries(&mut self) -> Vec<(String, Entry)> {
+        let mut entries = std::mem::take(&mut self.vouched);
+        let Some(sealed_memo) = &mut self.sealed_memo else { return entries };
+        entries.append(&mut sealed_memo.kept);
+        let sealed_memo = &*sealed_memo;
         for (cluster, pending) in &self.pending {
             let (Some(inputs), Some(bytes), Some(sealer)) =
                 (sealed_memo.inputs.get(&pending.path), self.files.get(&pending.path), self.sealers[*cluster].as_ref())
