@@ -1044,3 +1044,19 @@ fn validate_counts_each_placement_and_says_how_many_names_there_are() {
         "valid: 3 TFRClusters, 6 TFRTenants, 5 TFRServers (one per cluster each is placed in: 3 tenant names and 3 server names)\n"
     );
 }
+
+/// A document placed in three clusters lacks a master key in each: each field of its text is
+/// named once, not once per cluster.
+#[test]
+fn a_missing_master_key_names_each_place_of_a_shared_document_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = command().env_remove("TFRS_MASTER_KEY").args(["render", FLEET, "--out", s(&dir.path().join("out"))]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", report(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let places: Vec<&str> = stderr.lines().filter(|line| line.starts_with("  = also at ")).collect();
+    let distinct: std::collections::BTreeSet<&&str> = places.iter().collect();
+    assert!(places.len() > 1, "{}", report(&output));
+    assert_eq!(places.len(), distinct.len(), "a place said twice: {}", report(&output));
+    assert!(!stderr.contains("more places"), "{}", report(&output));
+    assert!(!dir.path().join("out").exists(), "nothing written");
+}

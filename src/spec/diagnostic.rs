@@ -179,6 +179,10 @@ pub trait FileTable: Sync {
 pub fn said_once(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::with_capacity(diagnostics.len());
     let mut first: std::collections::HashMap<(Severity, String), usize> = std::collections::HashMap::new();
+    // NB: each place once per diagnostic kept, its own included (a fleet places one document in
+    // several clusters: the same field of the same text, said once); a set, not a search of
+    // `also` (a large platform without a master key has thousands of places).
+    let mut seen: std::collections::HashSet<(usize, Place)> = std::collections::HashSet::new();
     for diagnostic in diagnostics {
         let Some(cause) = diagnostic.cause.clone() else {
             out.push(diagnostic);
@@ -186,15 +190,21 @@ pub fn said_once(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
         };
         match first.entry((diagnostic.severity, cause)) {
             std::collections::hash_map::Entry::Occupied(at) => {
+                let index = *at.get();
                 let place = Place { origin: diagnostic.origin, path: diagnostic.path };
-                let kept = &mut out[*at.get()];
-                if (kept.origin, &kept.path) != (place.origin, &place.path) && !kept.also.contains(&place) {
-                    kept.also.push(place);
+                for place in std::iter::once(place).chain(diagnostic.also) {
+                    if seen.insert((index, place.clone())) {
+                        out[index].also.push(place);
+                    }
                 }
-                kept.also.extend(diagnostic.also);
             }
             std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(out.len());
+                let index = out.len();
+                slot.insert(index);
+                seen.insert((index, Place { origin: diagnostic.origin, path: diagnostic.path.clone() }));
+                for place in &diagnostic.also {
+                    seen.insert((index, place.clone()));
+                }
                 out.push(diagnostic);
             }
         }

@@ -449,7 +449,9 @@ impl Changes<'_> {
         let changed = changed.map(|((path, content), stat)| (*path, Record { stat: *stat, content: *content }));
         let staying = self.staying.iter().map(|(path, record)| (*path, Record { stat: settled(record.stat, self.listed_at), ..*record }));
         // NB: the paths copied side by side (a large cluster has 60,000), then sorted.
-        let files = crate::sorted::into_map(staying.chain(changed).collect::<Vec<_>>().into_par_iter().map(|(path, record)| (path.to_owned(), record)).collect());
+        let files = crate::sorted::into_map(
+            staying.chain(changed).collect::<Vec<_>>().into_par_iter().map(|(path, record)| (path.to_owned(), record)).collect(),
+        );
         Records { saved: 0, files, dirs: settled_dirs(self.dirs, self.listed_at) }
     }
 }
