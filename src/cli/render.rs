@@ -38,14 +38,15 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     let mut staging = if args.check { None } else { Some(write::Staging::begin(&out)?) };
     let start = Sum { named: args.check.then(Default::default), ..Sum::default() };
     let context = Context { out: &out, bundle: &bundle, setup: &setup, memos: memos.as_deref() };
-    let mut sum = match render_parts(&spec, &context, staging.as_mut(), start)? {
+    let names: Vec<String> = spec.clusters.iter().map(|c| c.name().to_owned()).collect();
+    let mut sum = match render_parts(spec, &context, staging.as_mut(), start)? {
         Ok(sum) => sum,
         Err(failure) => {
             drop(staging);
             return report(failure, &bundle, Effect::Writes).map(|()| Status::Failure);
         }
     };
-    let rest = rest_of(&out, &spec, &kept, args.check)?;
+    let rest = rest_of(&out, &names, &kept, args.check)?;
     let update = write::Update {
         files: &Files::new(),
         changed: Vec::new(),
@@ -61,7 +62,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
     for cluster in memos.iter().flat_map(|dir| args.remove_clusters.iter().map(move |c| (dir, c))) {
         memo_cache::forget(cluster.0, cluster.1);
     }
-    let clusters = spec.clusters.len();
+    let clusters = names.len();
     let notes = notes(&sum, kept.len());
     writeln!(
         stdout,
@@ -72,7 +73,7 @@ pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> 
         sum.rendered,
     )?;
     // NB: the process ends next; freeing what is left one by one is not worth its time.
-    std::mem::forget((sum, spec, bundle));
+    std::mem::forget((sum, bundle));
     Ok(Status::Success)
 }
 
@@ -112,9 +113,8 @@ fn prepare_out(out: &Path, check: bool) -> anyhow::Result<Option<std::fs::File>>
 /// The rest of the output directory, to remove: the files of no rendered or kept cluster. In a
 /// Git checkout, and with `--check`, only the files of clusters' directories (those of
 /// `--remove-cluster`): the rest of a checkout is the repository's, not the render's.
-fn rest_of(out: &Path, spec: &Spec, kept: &BTreeSet<String>, check: bool) -> anyhow::Result<Vec<String>> {
-    let ours: BTreeSet<String> =
-        spec.clusters.iter().map(|c| c.name().to_owned()).chain(kept.iter().cloned()).map(|c| layout::cluster_dir(&c)).collect();
+fn rest_of(out: &Path, names: &[String], kept: &BTreeSet<String>, check: bool) -> anyhow::Result<Vec<String>> {
+    let ours: BTreeSet<String> = names.iter().chain(kept).map(|c| layout::cluster_dir(c)).collect();
     let clusters_only = check || write::is_checkout(out);
     let below = if clusters_only { layout::CLUSTERS } else { "" };
     let mut rest: Vec<String> = write::list_below(out, below, &|dir| ours.contains(dir))?.into_iter().map(|(path, _)| path).collect();
@@ -153,18 +153,23 @@ struct Context<'a> {
 /// in memory; nothing is in place before the caller finishes the staging. A failure is every
 /// cluster's problems at once.
 fn render_parts(
-    spec: &Spec,
+    mut spec: Spec,
     context: &Context<'_>,
     mut staging: Option<&mut write::Staging>,
     mut sum: Sum,
 ) -> anyhow::Result<Result<Sum, Failure>> {
     let mut failure = None;
-    for (index, cluster) in spec.clusters.iter().enumerate() {
+    let names: Vec<String> = spec.clusters.iter().map(|c| c.name().to_owned()).collect();
+    for (index, name) in names.iter().enumerate() {
         // NB: after a failure the other clusters are still rendered (nothing staged), so every
         // problem is reported at once.
         let staging = if failure.is_none() { staging.as_deref_mut() } else { None };
-        let last = index + 1 == spec.clusters.len();
-        if let Err(next) = render_cluster(spec, (cluster.name(), last), context, staging, &mut sum)? {
+        let last = index + 1 == names.len();
+        // NB: one cluster's part at a time (a copy of its objects), or the spec itself when it
+        // is just that cluster: then it is freed once rendered, before the tree is written.
+        let whole = matches!(spec.part_of(name), std::borrow::Cow::Borrowed(_));
+        let part = if whole { std::mem::take(&mut spec) } else { spec.part_of(name).into_owned() };
+        if let Err(next) = render_cluster(part, (name, last), context, staging, &mut sum)? {
             failure = Some(merge(failure, next));
         }
     }
@@ -246,19 +251,17 @@ impl Sum {
     }
 }
 
-/// Renders cluster `name` of `spec` against its directory (read as far as its memo's records
-/// allow), seals, compares, counts and stages it (and its memo) unless `staging` is `None`; its
-/// files are freed on return. A cluster whose stamp holds and whose files are as its last
-/// render left them is not rendered at all (`render::stamp`).
+/// Renders cluster `name` (`part`, its part of the spec) against its directory (read as far
+/// as its memo's records allow), seals, compares, counts and stages it (and its memo) unless
+/// `staging` is `None`; its part and files are freed on return. A cluster whose stamp holds and
+/// whose files are as its last render left them is not rendered at all (`render::stamp`).
 fn render_cluster(
-    spec: &Spec,
+    part: Spec,
     (name, last): (&str, bool),
     context: &Context<'_>,
     mut staging: Option<&mut write::Staging>,
     sum: &mut Sum,
 ) -> anyhow::Result<Result<(), Failure>> {
-    // NB: one cluster's part at a time (a copy of its objects, unless the spec is just it).
-    let part = spec.part_of(name);
     // NB: side by side: the records of a large cluster are tens of thousands of lines.
     let (stamping, records_read) = rayon::join(
         || context.memos.and_then(|memos| Stamping::new(memos, name, &part, context)),
@@ -270,6 +273,7 @@ fn render_cluster(
         && current.is_described_by(&records_read)
     {
         sum.keep_unchanged(memos, name, &current, held, staging.is_some());
+        discard((part, current, records_read), last);
         return Ok(Ok(()));
     }
     let (saved, units) = saved.or_else(|| context.memos.map(|memos| load_memo(memos, name))).unwrap_or_default();
@@ -280,6 +284,15 @@ fn render_cluster(
         Ok(built) => built,
         Err(failure) => return Ok(Err(failure)),
     };
+    // NB: the spec objects are not needed past the render. When the memo gave nothing back, the
+    // tree holds every object's text: they are freed in the background now rather than held
+    // through the sealing and writing (tens of MB for a large cluster, at its peak). Otherwise
+    // they are freed as the rest of the cluster is.
+    if reused == 0 {
+        std::thread::spawn(move || drop(part));
+    } else {
+        discard(part, last);
+    }
     let units = jobs.len();
     sum.count(reused, units, &outcomes);
     if let Some(memo) = &memo {

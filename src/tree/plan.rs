@@ -158,6 +158,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_plan_of_many_windows_is_the_whole_plan_written_at_once() {
+        let component = |i: usize| Component {
+            id: format!("namespaces/n{i}/redis"),
+            path: format!("components/namespaces/n{i}/redis"),
+            depends_on: (0..i % 3).map(|d| format!("namespaces/n{i}/dep{d}")).collect(),
+            objects: (0..(i % 4) * 10)
+                .map(|o| Object { id: ObjectId::new("v1", "ConfigMap", Some("n"), &format!("c{o}")), file: format!("f{o}") })
+                .collect(),
+        };
+        let plan = Plan { cluster: "lab".into(), components: (0..1_300).map(component).collect() };
+        assert_eq!(plan.to_text(), format!("{}\n", serde_json::to_string_pretty(&plan).unwrap()));
+    }
+
+    #[test]
     fn a_plan_reads_back_what_it_writes() {
         let plan = Plan {
             cluster: "lab".into(),
