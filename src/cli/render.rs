@@ -284,15 +284,7 @@ fn render_cluster(
         Ok(built) => built,
         Err(failure) => return Ok(Err(failure)),
     };
-    // NB: the spec objects are not needed past the render. When the memo gave nothing back, the
-    // tree holds every object's text: they are freed in the background now rather than held
-    // through the sealing and writing (tens of MB for a large cluster, at its peak). Otherwise
-    // they are freed as the rest of the cluster is.
-    if reused == 0 {
-        std::thread::spawn(move || drop(part));
-    } else {
-        discard(part, last);
-    }
+    release(part, reused == 0, last);
     let units = jobs.len();
     sum.count(reused, units, &outcomes);
     if let Some(memo) = &memo {
@@ -320,6 +312,18 @@ fn render_cluster(
     }
     discard(jobs, last);
     Ok(Ok(()))
+}
+
+/// Frees a cluster's `part` of the spec once it is rendered: not needed past the render. When
+/// the memo gave nothing back (`cold`), the tree holds every object's text: the part is freed in
+/// the background now rather than held through the sealing and writing (tens of MB for a large
+/// cluster, at its peak). Otherwise as the rest of the cluster is ([`discard`]).
+fn release(part: Spec, cold: bool, last: bool) {
+    if cold {
+        std::thread::spawn(move || drop(part));
+    } else {
+        discard(part, last);
+    }
 }
 
 /// Frees `value` in the background, or never when `last` (the process ends next).

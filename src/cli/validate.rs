@@ -39,7 +39,8 @@ pub fn run(args: &ValidateArgs, stdout: &mut dyn Write) -> anyhow::Result<Status
     if args.render_env {
         let setup = Setup::new(args.templates.as_deref(), args.master_key_file.as_deref(), args.allow_outside)?;
         if let Err(failure) = pipeline::build_sealed(&spec, &bundle, &setup) {
-            // NB: reported as `render` reports it, so the two print the same.
+            // NB: reported as `render` reports it, so the two print the same (but for what
+            // render did not do: validate writes nothing either way).
             super::stages::report(failure, &bundle, super::stages::Effect::Reads)?;
             return Ok(Status::Failure);
         }
