@@ -167,12 +167,16 @@ fn render_parts(
         let last = index + 1 == names.len();
         // NB: one cluster's part at a time (a copy of its objects), or the spec itself when it
         // is just that cluster: then it is freed once rendered, before the tree is written.
-        let whole = matches!(spec.part_of(name), std::borrow::Cow::Borrowed(_));
-        let part = if whole { std::mem::take(&mut spec) } else { spec.part_of(name).into_owned() };
+        let part = match spec.part_of(name) {
+            std::borrow::Cow::Owned(part) => part,
+            std::borrow::Cow::Borrowed(_) => std::mem::take(&mut spec),
+        };
         if let Err(next) = render_cluster(part, (name, last), context, staging, &mut sum)? {
             failure = Some(merge(failure, next));
         }
     }
+    // NB: what is left of a fleet's spec is not needed; the process ends soon.
+    discard(spec, true);
     Ok(failure.map_or(Ok(sum), Err))
 }
 

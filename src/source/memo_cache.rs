@@ -149,6 +149,8 @@ fn read_entries<V: Stored + Send>(path: &Path) -> Option<rustc_hash::FxHashMap<S
         rest = tail;
     }
     rest.is_empty().then_some(())?;
+    // NB: a file cut exactly between two blocks reads as fewer entries: a job without its
+    // entry is rendered again, so that costs time, never correctness.
     let pieces: Vec<Option<Vec<(String, V)>>> = blocks
         .into_par_iter()
         .map(|block| {
@@ -507,7 +509,7 @@ mod tests {
         write(&path, &Slice::new(&table, "c/job \"1"));
         let some = read_back::<crate::render::memo::Entry>(&path).expect("read");
         assert_eq!(some.len(), table.keys().filter(|key| key.starts_with("c/job \"1")).count());
-        // Cut anywhere, lengthened, or of another form: no entries at all.
+        // Cut inside a block, lengthened, or of another form: no entries at all.
         let bytes = std::fs::read(&path).expect("bytes");
         for cut in [bytes.len() - 1, bytes.len() - 5, ENTRIES.len() + 3, 7] {
             std::fs::write(&path, &bytes[..cut]).expect("cut");

@@ -54,7 +54,12 @@ impl DigestOnce {
         match self.0.get() {
             Some((made_for, digest)) if *made_for == kind => *digest,
             Some(_) => make(),
-            None => self.0.get_or_init(|| (kind, make())).1,
+            None => {
+                let digest = make();
+                // NB: another thread may have made it first, for another kind.
+                let (made_for, kept) = *self.0.get_or_init(|| (kind, digest));
+                if made_for == kind { kept } else { digest }
+            }
         }
     }
 }
