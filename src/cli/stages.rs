@@ -91,8 +91,9 @@ pub(crate) fn build(spec: &Spec, bundle: &Bundle, settings: &RenderSettings) -> 
     }
 }
 
-/// Reports why the pipeline stopped a command of `effect`. `Ok` for the command's negative result (an invalid spec or
-/// template, already reported); `Err` for what exits 2 (the environment, I/O).
+/// Reports why the pipeline stopped a command of `effect`. `Ok` for the command's negative
+/// result (an invalid spec or template, already reported); `Err` for what exits 2 (the
+/// environment, I/O).
 ///
 /// # Errors
 ///

@@ -276,11 +276,11 @@ impl Staged {
     ) -> std::io::Result<()> {
         use std::io::Write as _;
         std::fs::create_dir_all(dir)?;
+        // NB: the entries' file of earlier builds, which this one does not read.
+        let _ = std::fs::remove_file(dir.join(format!("{cluster}.json")));
         let mut staged = Staged::default();
         // NB: streamed to the files a few thousand entries at a time, not built whole in memory
         // first (a large cluster's memo is tens of megabytes).
-        // NB: the entries' file of earlier builds, which this one does not read.
-        let _ = std::fs::remove_file(dir.join(format!("{cluster}.json")));
         let mut create = |name: String| staged.create(dir, name);
         if let Some(stamp) = stamp {
             let mut file = create(format!("{cluster}.stamp"))?;
@@ -292,13 +292,13 @@ impl Staged {
             None => records.write_to(&mut lines).and_then(|()| lines.flush())?,
             Some((jobs, units)) => {
                 let mut namespaces = create(format!("{cluster}.units"))?;
-                let mut json = create(format!("{cluster}.jobs"))?;
+                let mut entries = create(format!("{cluster}.jobs"))?;
                 // NB: the three files are written side by side.
-                let ((json, namespaces), lines) = rayon::join(
-                    || rayon::join(|| write_entries(&mut json, jobs), || write_entries(&mut namespaces, units)),
+                let ((entries, namespaces), lines) = rayon::join(
+                    || rayon::join(|| write_entries(&mut entries, jobs), || write_entries(&mut namespaces, units)),
                     || records.write_to(&mut lines).and_then(|()| lines.flush()),
                 );
-                json.and(namespaces).and(lines)?;
+                entries.and(namespaces).and(lines)?;
             }
         }
         self.files.append(&mut staged.files);

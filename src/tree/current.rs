@@ -70,29 +70,18 @@ impl Records {
         writeln!(out, "{HEADER} {}", self.saved)?;
         // NB: a path a line cannot hold is left out: that file is read again, and the listing
         // never trusts the directory holding it.
-        let files: Vec<(&String, &Record)> = self.files.iter().filter(|(path, _)| super::listing::recordable(path)).collect();
-        let dirs: Vec<(&String, &Stat)> = self.dirs.iter().filter(|(path, _)| super::listing::recordable(path)).collect();
-        // NB: a large cluster's 60,000 lines are made a few thousand at a time side by side,
-        // and written a window at a time (not held whole: 13 MB at the render's peak).
-        let lines = |chunk: &[(&String, &Record)]| -> std::io::Result<Vec<u8>> {
-            use std::io::Write as _;
-            let mut text: Vec<u8> = Vec::with_capacity(chunk.len() * 160);
-            for (path, Record { stat, content }) in chunk {
-                writeln!(text, "{content} {} {} {} {path}", stat.size, stat.mtime, stat.ino)?;
-            }
-            Ok(text)
-        };
-        for window in files.chunks(1 << 14) {
-            for text in window.par_chunks(1 << 12).map(lines).collect::<Vec<_>>() {
-                out.write_all(&text?)?;
-            }
+        let (mut files, mut dirs) = (0, 0);
+        for (path, Record { stat, content }) in self.files.iter().filter(|(path, _)| super::listing::recordable(path)) {
+            writeln!(out, "{content} {} {} {} {path}", stat.size, stat.mtime, stat.ino)?;
+            files += 1;
         }
-        for (path, stat) in &dirs {
+        for (path, stat) in self.dirs.iter().filter(|(path, _)| super::listing::recordable(path)) {
             writeln!(out, "- {} {} {} {path}", stat.size, stat.mtime, stat.ino)?;
+            dirs += 1;
         }
         // NB: a text cut short (a crash before it reached the disk) is no records at all: a
         // directory missing from them would hide what lies in it.
-        writeln!(out, "{TRAILER} {} {}", files.len(), dirs.len())
+        writeln!(out, "{TRAILER} {files} {dirs}")
     }
 
     /// What a listing may trust of these records: a directory changed within the racy window
@@ -451,10 +440,8 @@ impl Changes<'_> {
         let changed = self.update.changed.iter().zip(&self.written).zip(written);
         let changed = changed.map(|((path, content), stat)| (*path, Record { stat: *stat, content: *content }));
         let staying = self.staying.iter().map(|(path, record)| (*path, Record { stat: settled(record.stat, self.listed_at), ..*record }));
-        // NB: the paths copied side by side (a large cluster has 60,000), then sorted.
-        let files = crate::sorted::into_map(
-            staying.chain(changed).collect::<Vec<_>>().into_par_iter().map(|(path, record)| (path.to_owned(), record)).collect(),
-        );
+        // NB: two sorted runs, merged by the collect's sort.
+        let files = staying.chain(changed).map(|(path, record)| (path.to_owned(), record)).collect();
         Records { saved: 0, files, dirs: settled_dirs(self.dirs, self.listed_at) }
     }
 }

@@ -158,7 +158,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_plan_of_many_windows_is_the_whole_plan_written_at_once() {
+    fn a_plan_of_many_components_is_the_whole_plan_written_at_once() {
         let component = |i: usize| Component {
             id: format!("namespaces/n{i}/redis"),
             path: format!("components/namespaces/n{i}/redis"),
