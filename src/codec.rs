@@ -76,6 +76,77 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Writes `items` to `out` as blocks of a few thousand, each `u32 (little-endian) length ‖
+/// varint(count) ‖ item*` with `put` writing each item; the blocks are made side by side, a
+/// window at a time (a large cluster's tens of thousands of items are never all in memory
+/// twice).
+///
+/// # Errors
+///
+/// `out`'s; a block over 4 GiB.
+pub(crate) fn write_blocks<T: Sync>(
+    out: &mut dyn std::io::Write,
+    items: &[T],
+    put: &(dyn Fn(&T, &mut Vec<u8>) + Sync),
+) -> std::io::Result<()> {
+    use rayon::prelude::*;
+    for window in items.chunks(1 << 13) {
+        let blocks: Vec<std::io::Result<Vec<u8>>> = window
+            .par_chunks(1 << 11)
+            .map(|chunk| {
+                let mut block = Vec::with_capacity(chunk.len() * 128);
+                block.extend_from_slice(&[0; 4]);
+                put_varint(&mut block, chunk.len() as u64);
+                for item in chunk {
+                    put(item, &mut block);
+                }
+                let length = u32::try_from(block.len() - 4).map_err(std::io::Error::other)?;
+                block[..4].copy_from_slice(&length.to_le_bytes());
+                Ok(block)
+            })
+            .collect();
+        for block in blocks {
+            out.write_all(&block?)?;
+        }
+    }
+    Ok(())
+}
+
+/// The items of the blocks [`write_blocks`] wrote (all of `bytes`), each read by `get`, read
+/// side by side, in order; `None` when a block is cut short, holds other than its count says,
+/// or an item cannot be read.
+pub(crate) fn read_blocks<T: Send>(bytes: &[u8], get: &(dyn Fn(&mut Reader<'_>) -> Option<T> + Sync)) -> Option<Vec<T>> {
+    use rayon::prelude::*;
+    let mut rest = bytes;
+    let mut blocks = Vec::new();
+    while let Some((length, tail)) = rest.split_first_chunk::<4>() {
+        let length = usize::try_from(u32::from_le_bytes(*length)).ok()?;
+        (length <= tail.len()).then_some(())?;
+        let (block, tail) = tail.split_at(length);
+        blocks.push(block);
+        rest = tail;
+    }
+    rest.is_empty().then_some(())?;
+    let pieces: Vec<Option<Vec<T>>> = blocks
+        .into_par_iter()
+        .map(|block| {
+            let mut reader = Reader::new(block);
+            let count = reader.count()?;
+            let mut items = Vec::with_capacity(count);
+            for _ in 0..count {
+                items.push(get(&mut reader)?);
+            }
+            reader.is_done().then_some(items)
+        })
+        .collect();
+    let pieces = pieces.into_iter().collect::<Option<Vec<_>>>()?;
+    let mut items = Vec::with_capacity(pieces.iter().map(Vec::len).sum());
+    for piece in pieces {
+        items.extend(piece);
+    }
+    Some(items)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

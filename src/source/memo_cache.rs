@@ -14,7 +14,7 @@
 //! `specs.cache` holds the parsed spec files, encrypted (`super::spec_cache`). A missing,
 //! unreadable or foreign memo is an empty one.
 
-use crate::codec::{Reader, put_text, put_varint};
+use crate::codec::{Reader, put_text, put_varint, read_blocks, write_blocks};
 use crate::object::ObjectId;
 use crate::render::memo::Previous;
 use crate::render::stamp::ClusterStamp;
@@ -137,67 +137,26 @@ impl Stored for unit::UnitEntry {
 /// The entries of the file at `path` (see [`ENTRIES`]), each to be taken once; `None` when it
 /// cannot be read as such.
 fn read_entries<V: Stored + Send>(path: &Path) -> Option<rustc_hash::FxHashMap<String, Mutex<Option<V>>>> {
-    use rayon::prelude::*;
     let bytes = std::fs::read(path).ok()?;
-    let mut rest = bytes.strip_prefix(ENTRIES)?;
-    let mut blocks = Vec::new();
-    while let Some((length, tail)) = rest.split_first_chunk::<4>() {
-        let length = usize::try_from(u32::from_le_bytes(*length)).ok()?;
-        (length <= tail.len()).then_some(())?;
-        let (block, tail) = tail.split_at(length);
-        blocks.push(block);
-        rest = tail;
-    }
-    rest.is_empty().then_some(())?;
     // NB: a file cut exactly between two blocks reads as fewer entries: a job without its
     // entry is rendered again, so that costs time, never correctness.
-    let pieces: Vec<Option<Vec<(String, V)>>> = blocks
-        .into_par_iter()
-        .map(|block| {
-            let mut reader = Reader::new(block);
-            let count = reader.count()?;
-            let mut entries = Vec::with_capacity(count);
-            for _ in 0..count {
-                entries.push((reader.text()?, V::get(&mut reader)?));
-            }
-            reader.is_done().then_some(entries)
-        })
-        .collect();
-    let pieces = pieces.into_iter().collect::<Option<Vec<_>>>()?;
-    let mut entries = rustc_hash::FxHashMap::with_capacity_and_hasher(pieces.iter().map(Vec::len).sum(), rustc_hash::FxBuildHasher);
-    for (key, value) in pieces.into_iter().flatten() {
+    let pieces = read_blocks(bytes.strip_prefix(ENTRIES)?, &|reader| Some((reader.text()?, V::get(reader)?)))?;
+    let mut entries = rustc_hash::FxHashMap::with_capacity_and_hasher(pieces.len(), rustc_hash::FxBuildHasher);
+    for (key, value) in pieces {
         entries.insert(key, Mutex::new(Some(value)));
     }
     Some(entries)
 }
 
-/// Writes `entries` into `file` (see [`ENTRIES`]), a few thousand at a time made side by side,
-/// and flushes it.
+/// Writes `entries` into `file` (see [`ENTRIES`]) and flushes it.
 fn write_entries<V: Stored + Sync>(file: &mut std::io::BufWriter<std::fs::File>, entries: &Slice<'_, V>) -> std::io::Result<()> {
-    use rayon::prelude::*;
     use std::io::Write as _;
     file.write_all(ENTRIES)?;
     let all: Vec<(&String, &V)> = entries.iter().collect();
-    for window in all.chunks(1 << 13) {
-        let blocks: Vec<std::io::Result<Vec<u8>>> = window
-            .par_chunks(1 << 11)
-            .map(|chunk| {
-                let mut block = Vec::with_capacity(chunk.len() * 256);
-                block.extend_from_slice(&[0; 4]);
-                put_varint(&mut block, chunk.len() as u64);
-                for (key, value) in chunk {
-                    put_text(&mut block, key);
-                    value.put(&mut block);
-                }
-                let length = u32::try_from(block.len() - 4).map_err(std::io::Error::other)?;
-                block[..4].copy_from_slice(&length.to_le_bytes());
-                Ok(block)
-            })
-            .collect();
-        for block in blocks {
-            file.write_all(&block?)?;
-        }
-    }
+    write_blocks(file, &all, &|(key, value), block| {
+        put_text(block, key);
+        value.put(block);
+    })?;
     file.flush()
 }
 
@@ -208,7 +167,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
 
 /// The records of the files of `cluster`, or none.
 pub(crate) fn load_records(dir: &Path, cluster: &str) -> Records {
-    std::fs::read_to_string(dir.join(format!("{cluster}.files"))).map(|text| Records::parse(&text)).unwrap_or_default()
+    std::fs::read(dir.join(format!("{cluster}.files"))).map(|bytes| Records::from_bytes(&bytes)).unwrap_or_default()
 }
 
 /// The ids the last commit of `cluster` left of its directory (`crate::git::commit::ClusterIds`),
@@ -560,7 +519,7 @@ mod tests {
         assert_eq!(load_records(dir.path(), "c"), records(2), "the new memo is in place");
         let aside = format!(".c.files.{}{ASIDE}", std::process::id());
         assert_eq!(names(dir.path()), vec![aside.clone(), "c.files".to_owned()], "the old one is put aside");
-        assert_eq!(Records::parse(&std::fs::read_to_string(dir.path().join(&aside)).expect("aside")), records(1));
+        assert_eq!(Records::from_bytes(&std::fs::read(dir.path().join(&aside)).expect("aside")), records(1));
         // Another memo file named like a temporary is not swept.
         std::fs::write(dir.path().join(".c.jobs.12"), "").expect("temporary");
         remove_aside(dir.path());

@@ -22,7 +22,30 @@ pub const UNKNOWN_FIELD: &str = "unknown field";
 /// problem to `out`. Plain scalars are rewritten to strings where a string is expected, so that
 /// `tag: 1.10` means `"1.10"`.
 pub fn validate(node: &mut Node, root: &Json, path: &str, options: ValidateOptions, out: &mut Vec<Diagnostic>) {
-    Validator { root, options, out }.check(node, root, path);
+    Validator { root, options, out }.check(node, root, &At::Root(path));
+}
+
+/// Where a node is: its field path, made into text only for a diagnostic (a spec has tens of
+/// thousands of nodes and most have none).
+#[derive(Clone, Copy)]
+enum At<'p> {
+    /// The path validation started at.
+    Root(&'p str),
+    /// An entry of a map.
+    Key(&'p At<'p>, &'p str),
+    /// An item of a list.
+    Index(&'p At<'p>, usize),
+}
+
+impl At<'_> {
+    /// The path as diagnostics show it (see [`join`]).
+    fn text(&self) -> String {
+        match self {
+            At::Root(path) => (*path).to_owned(),
+            At::Key(parent, key) => join(&parent.text(), key),
+            At::Index(parent, index) => format!("{}[{index}]", parent.text()),
+        }
+    }
 }
 
 struct Validator<'a> {
@@ -56,7 +79,7 @@ fn kw<'s>(schema: &'s Json, name: &str) -> Option<&'s Json> {
 static ANY: Json = Json::Bool(true);
 
 impl<'a> Validator<'a> {
-    fn check(&mut self, node: &mut Node, schema: &Json, path: &str) {
+    fn check(&mut self, node: &mut Node, schema: &Json, path: &At<'_>) {
         let schema = self.deref(schema);
         self.check_typed(node, &schema, path);
         // The format is checked after the type, so a coerced plain scalar is checked too.
@@ -65,7 +88,7 @@ impl<'a> Validator<'a> {
             && let Err(expected) = check_format(format, text)
         {
             let mut diagnostic =
-                Diagnostic::error(Rule::Schema, node.origin, path, format!("expected {expected}, found {}", node.describe()));
+                Diagnostic::error(Rule::Schema, node.origin, path.text(), format!("expected {expected}, found {}", node.describe()));
             if let Some(help) = format_help(format, text) {
                 diagnostic = diagnostic.with_help(help);
             }
@@ -104,7 +127,7 @@ impl<'a> Validator<'a> {
         current
     }
 
-    fn check_typed(&mut self, node: &mut Node, schema: &Json, path: &str) {
+    fn check_typed(&mut self, node: &mut Node, schema: &Json, path: &At<'_>) {
         let branches = kw(schema, "anyOf").or_else(|| kw(schema, "oneOf")).and_then(Json::as_array);
         if let Some(branches) = branches {
             let branches: Vec<Cow<'_, Json>> = branches.iter().map(|b| self.deref(b)).collect();
@@ -146,7 +169,7 @@ impl<'a> Validator<'a> {
                 let items = kw(schema, "items").unwrap_or(&ANY);
                 if let Value::Seq(elements) = &mut node.value {
                     for (index, element) in elements.iter_mut().enumerate() {
-                        self.check(element, items, &format!("{path}[{index}]"));
+                        self.check(element, items, &At::Index(path, index));
                     }
                 }
             }
@@ -155,7 +178,7 @@ impl<'a> Validator<'a> {
     }
 
     /// Checks the node's type, coercing plain scalars to strings; false if it does not match.
-    fn check_type(&mut self, node: &mut Node, expected: &str, schema: &Json, path: &str) -> bool {
+    fn check_type(&mut self, node: &mut Node, expected: &str, schema: &Json, path: &At<'_>) -> bool {
         let matches = match (&node.value, expected) {
             (Value::Str(_), "string") | (Value::Bool(_), "boolean") | (Value::Int(_), "integer" | "number") => true,
             (Value::Float(_), "number") | (Value::Map(_), "object") | (Value::Seq(_), "array") => true,
@@ -186,7 +209,7 @@ impl<'a> Validator<'a> {
                 (Value::Int(_) | Value::Float(_) | Value::Bool(_), true) => "a scalar".to_owned(),
                 _ => node.describe(),
             };
-            let mut diagnostic = Diagnostic::error(Rule::Schema, node.origin, path, format!("expected {what}, found {found}"));
+            let mut diagnostic = Diagnostic::error(Rule::Schema, node.origin, path.text(), format!("expected {what}, found {found}"));
             if is_secret_source {
                 diagnostic = diagnostic.sensitive();
                 diagnostic = diagnostic
@@ -197,7 +220,7 @@ impl<'a> Validator<'a> {
         matches
     }
 
-    fn check_enum(&mut self, node: &mut Node, allowed: &[&str], path: &str) {
+    fn check_enum(&mut self, node: &mut Node, allowed: &[&str], path: &At<'_>) {
         let text = match &node.value {
             Value::Str(s) => Some(s.as_str()),
             _ => node.plain.as_deref(),
@@ -212,8 +235,12 @@ impl<'a> Validator<'a> {
         let listed = allowed.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ");
         match text {
             Some(text) => {
-                let mut diagnostic =
-                    Diagnostic::error(Rule::Schema, node.origin, path, format!("expected one of {listed}, found {}", node.describe()));
+                let mut diagnostic = Diagnostic::error(
+                    Rule::Schema,
+                    node.origin,
+                    path.text(),
+                    format!("expected one of {listed}, found {}", node.describe()),
+                );
                 if let Some(close) = did_you_mean(text, allowed.iter().copied()) {
                     diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
                 }
@@ -222,13 +249,13 @@ impl<'a> Validator<'a> {
             None => self.out.push(Diagnostic::error(
                 Rule::Schema,
                 node.origin,
-                path,
+                path.text(),
                 format!("expected one of {listed}, found {}", node.describe()),
             )),
         }
     }
 
-    fn check_range(&mut self, node: &Node, schema: &Json, path: &str) {
+    fn check_range(&mut self, node: &Node, schema: &Json, path: &At<'_>) {
         let value = match node.value {
             Value::Int(i) => i as f64,
             Value::Float(f) => f,
@@ -249,13 +276,13 @@ impl<'a> Validator<'a> {
             self.out.push(Diagnostic::error(
                 Rule::Schema,
                 node.origin,
-                path,
+                path.text(),
                 format!("expected {what} {expected}, found {}", node.describe()),
             ));
         }
     }
 
-    fn check_object(&mut self, node: &mut Node, schema: &Json, path: &str) {
+    fn check_object(&mut self, node: &mut Node, schema: &Json, path: &At<'_>) {
         let empty = Map::new();
         let properties = kw(schema, "properties").and_then(Json::as_object).unwrap_or(&empty);
         let additional = kw(schema, "additionalProperties");
@@ -266,7 +293,7 @@ impl<'a> Validator<'a> {
             self.check_max_properties(entries, max, properties, origin, path);
         }
         for (key, value) in entries.iter_mut() {
-            let child = join(path, &key.name);
+            let child = At::Key(path, &key.name);
             if let Some(property) = properties.get(&key.name) {
                 self.check(value, property, &child);
             } else {
@@ -279,7 +306,7 @@ impl<'a> Validator<'a> {
                             self.out.push(Diagnostic::error(
                                 Rule::Schema,
                                 key.origin,
-                                &child,
+                                child.text(),
                                 format!("expected the key to be {expected}, found {:?}", key.name),
                             ));
                         }
@@ -294,14 +321,14 @@ impl<'a> Validator<'a> {
         {
             for name in required.iter().filter_map(Json::as_str) {
                 if !entries.iter().any(|(k, _)| k.name == name) {
-                    self.out.push(Diagnostic::error(Rule::Schema, origin, join(path, name), "missing required field"));
+                    self.out.push(Diagnostic::error(Rule::Schema, origin, join(&path.text(), name), "missing required field"));
                 }
             }
         }
     }
 
     /// A map with more than `max` keys: only a secret source has a maximum, of one form.
-    fn check_max_properties(&mut self, entries: &[(Key, Node)], max: u64, properties: &Map<String, Json>, origin: Origin, path: &str) {
+    fn check_max_properties(&mut self, entries: &[(Key, Node)], max: u64, properties: &Map<String, Json>, origin: Origin, path: &At<'_>) {
         let count = entries.len() as u64;
         if count > max {
             let keys: Vec<String> = entries.iter().map(|(k, _)| format!("`{}`", k.name)).collect();
@@ -311,7 +338,7 @@ impl<'a> Validator<'a> {
                 Diagnostic::error(
                     Rule::Schema,
                     second,
-                    path,
+                    path.text(),
                     format!("expected exactly one of {}, found {}", forms.join(", "), keys.join(" and ")),
                 )
                 .with_help("a secret source takes one form; `{}` means `generate` with its defaults"),
@@ -320,10 +347,11 @@ impl<'a> Validator<'a> {
     }
 
     /// A key the schema does not know, at `child`, with the closest known one.
-    fn unknown_field(&mut self, key: &Key, properties: &Map<String, Json>, child: &str) {
+    fn unknown_field(&mut self, key: &Key, properties: &Map<String, Json>, child: &At<'_>) {
         let known: Vec<&str> = properties.keys().map(String::as_str).collect();
         let listed = known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-        let mut diagnostic = Diagnostic::error(Rule::Schema, key.origin, child, format!("{UNKNOWN_FIELD}, expected one of {listed}"));
+        let mut diagnostic =
+            Diagnostic::error(Rule::Schema, key.origin, child.text(), format!("{UNKNOWN_FIELD}, expected one of {listed}"));
         if let Some(close) = did_you_mean(&key.name, known.iter().copied()) {
             diagnostic = diagnostic.with_help(format!("did you mean `{close}`?"));
         }

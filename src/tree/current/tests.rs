@@ -80,21 +80,33 @@ fn what_the_listing_found_just_changed_is_recorded_untrusted() {
 }
 
 #[test]
-fn records_read_back_what_they_write_and_nothing_from_a_damaged_text() {
+fn records_read_back_what_they_write_and_nothing_from_damaged_bytes() {
     let tree = files(&[("clusters/c/a b.yaml", "a\n"), ("clusters/c/b.yaml", "b\n")]);
     let (_temp, _out, mut records) = rendered(&tree);
     records.dirs.insert("clusters/c".to_owned(), Stat { size: 4096, mtime: 7, ino: 9 });
-    assert_eq!(Records::parse(&records.to_text()), records);
-    assert!(records.to_text().ends_with("\n- 4096 7 9 clusters/c\nend 2 1\n"), "a directory's line, then the counts");
-    // Cut short, even at a line's end: none.
-    let text = records.to_text();
-    let cut = &text[..text.rfind("- 4096").unwrap()];
-    assert_eq!(Records::parse(cut), Records::default());
-    assert_eq!(Records::parse(&text.replace("end 2 1", "end 3 1")), Records::default());
-    assert!(records.to_text().contains(" clusters/c/a b.yaml\n"), "a path may hold a space");
-    let damaged = records.to_text().replacen(" 2 ", " x ", 1);
-    assert_eq!(Records::parse(&damaged), Records::default());
-    assert_eq!(Records::parse("{}"), Records::default());
+    let bytes = records.to_bytes();
+    assert_eq!(Records::from_bytes(&bytes), records);
+    // Cut anywhere, even between two blocks: none.
+    for cut in 0..bytes.len() {
+        assert_eq!(Records::from_bytes(&bytes[..cut]), Records::default(), "cut at {cut}");
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert_eq!(Records::from_bytes(&longer), Records::default(), "trailing bytes");
+    // A count that is not what follows: none.
+    let mut miscounted = bytes.clone();
+    let at = b"tfrs file records v3\n".len() + 8;
+    miscounted[at] += 1;
+    assert_eq!(Records::from_bytes(&miscounted), Records::default());
+    // Any single byte changed in a record's kind or its lengths: refused, or read as other records,
+    // never a panic.
+    for at in 0..bytes.len() {
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x80;
+        let _ = Records::from_bytes(&damaged);
+    }
+    assert_eq!(Records::from_bytes(b"tfrs file records v2 1\nend 0 0\n"), Records::default(), "the line-based form");
+    assert_eq!(Records::from_bytes(b"{}"), Records::default());
 }
 
 #[test]

@@ -178,12 +178,12 @@ fn a_directory_the_records_cannot_name_has_its_parent_read_every_time() {
     let (_temp, out) = tree(&["n1/b.yaml", "n1/we\nird/c.yaml", "n2/e.yaml"]);
     let (records, first) = listed(&out, &Records::default());
     assert!(first.dirs.iter().all(|(dir, _)| !dir.contains('\n')));
-    let text = records.to_text();
+    let bytes = records.to_bytes();
     let mut readable = records.clone();
     readable.files.retain(|path, _| !path.contains('\n'));
-    assert_eq!(Records::parse(&text), readable, "the records still read back, without what they cannot name");
+    assert_eq!(Records::from_bytes(&bytes), readable, "the records still read back, without what they cannot name");
     // NB: as saved and read back, which leave the file out.
-    let records = Records::parse(&text);
+    let records = Records::from_bytes(&bytes);
     let (_, again) = listed(&out, &records);
     assert_eq!(paths(&again), walked(&out));
     assert_eq!(again.trusted_dirs, 2, "the top and `n2`; `n1` is read");
