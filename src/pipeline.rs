@@ -285,7 +285,7 @@ fn sealer(
                 Ok(certificate) => {
                     if let Some(warning) = certificate.expiry_warning(now) {
                         // NB: a warning, not a problem: sealing with it still works today.
-                        eprintln!("warning: `{}` ({FIELD} of cluster `{}`): {warning}", path.display(), cluster.name());
+                        warn_once(format!("warning: `{}` ({FIELD} of cluster `{}`): {warning}", path.display(), cluster.name()));
                     }
                     Ok(Some(Sealer::SealedSecrets { certificate }))
                 }
@@ -295,6 +295,15 @@ fn sealer(
                 ))),
             }
         }
+    }
+}
+
+/// Prints `warning` on standard error unless this run printed it already (a cluster rendered in
+/// part and then whole reads its certificate twice).
+fn warn_once(warning: String) {
+    static SAID: std::sync::Mutex<std::collections::BTreeSet<String>> = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    if SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(warning.clone()) {
+        eprintln!("{warning}");
     }
 }
 

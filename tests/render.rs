@@ -14,6 +14,8 @@ mod crd;
 
 #[path = "render/components.rs"]
 mod components;
+#[path = "render/partial.rs"]
+mod partial;
 #[path = "render/secrets.rs"]
 mod secrets;
 #[path = "render/stamp.rs"]

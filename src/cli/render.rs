@@ -5,7 +5,7 @@ use super::args::RenderArgs;
 use super::stages::{Effect, load_kept, report, select};
 use crate::layout;
 use crate::pipeline::{self, Built, Failure, Setup};
-use crate::render::stamp::{ClusterStamp, Outcomes};
+use crate::render::stamp::ClusterStamp;
 use crate::render::unit;
 use crate::source::spec_cache::SpecCache;
 use crate::source::{inputs, memo_cache};
@@ -17,6 +17,12 @@ use anyhow::{Context as _, bail};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::Path;
+
+mod check;
+mod partial;
+
+use check::check_report;
+use partial::{Partial, Stamping};
 
 /// Runs `tfrs render`.
 pub fn run(args: &RenderArgs, stdout: &mut dyn Write) -> anyhow::Result<Status> {
@@ -233,6 +239,22 @@ impl Sum {
         self.namespaces = (self.namespaces.0 + kept, self.namespaces.1 + namespaces.len());
     }
 
+    /// Counts the files of a cluster rendered in part: all of `current` (the tree its last
+    /// render left, which the part's render leaves as it is) but what `update` removes.
+    fn count_kept(&mut self, current: &Current, update: &write::Update<'_>) {
+        let removed: std::collections::HashSet<&str> = update.removed.iter().copied().collect();
+        self.objects += current.paths().filter(|path| is_object_file(path) && !removed.contains(path)).count();
+        self.rendered += current.len() - removed.len();
+    }
+
+    /// Counts a cluster rendered in part: `reused` of its `units` templated units given back,
+    /// `kept` of its `namespaces` not rendered again.
+    fn count_part(&mut self, (reused, units): (usize, usize), (kept, namespaces): (usize, usize)) {
+        self.reused += reused;
+        self.units += units;
+        self.namespaces = (self.namespaces.0 + kept, self.namespaces.1 + namespaces);
+    }
+
     /// Counts cluster `name`, not rendered: its files `current` are those its last render left
     /// (`held` the stamp that says so). When some of them had to be read to know that (records
     /// made too soon after the files were written are not trusted), its records are made again,
@@ -280,7 +302,44 @@ fn render_cluster(
         discard((part, current, records_read), last);
         return Ok(Ok(()));
     }
-    let (saved, units) = saved.or_else(|| context.memos.map(|memos| load_memo(memos, name))).unwrap_or_default();
+    let saved = saved.or_else(|| context.memos.map(|memos| load_memo(memos, name)));
+    let (saved, units) = match (&stamping, saved) {
+        (Some(stamping), Some(saved)) => {
+            let tree = partial::Tree { current: &current, records: &records_read, saved };
+            match partial::render(&part, (name, last), context, (stamping, tree), staging.as_deref_mut(), sum)? {
+                Partial::Done(result) => {
+                    discard((part, current, records_read), last);
+                    return Ok(result);
+                }
+                Partial::Whole(saved) => saved,
+            }
+        }
+        (_, saved) => saved.unwrap_or_default(),
+    };
+    let read = Read { stamping: stamping.as_ref(), current, records: records_read, saved: (saved, units) };
+    render_whole(part, (name, last), context, read, staging, sum)
+}
+
+/// What a cluster's render has read before it renders: its stamping, its files now and as
+/// recorded, and its memo.
+struct Read<'s, 'a> {
+    stamping: Option<&'s Stamping<'a>>,
+    current: Current,
+    records: crate::tree::current::Records,
+    saved: Saved,
+}
+
+/// Renders cluster `name` (`part`) whole, with what was `read` of it, then seals, compares,
+/// counts and stages it (and its memo) as [`render_cluster`] says.
+fn render_whole(
+    part: Spec,
+    (name, last): (&str, bool),
+    context: &Context<'_>,
+    read: Read<'_, '_>,
+    mut staging: Option<&mut write::Staging>,
+    sum: &mut Sum,
+) -> anyhow::Result<Result<(), Failure>> {
+    let Read { stamping, current, records: records_read, saved: (saved, units) } = read;
     let memo = context.memos.and_then(|_| context.setup.memo(saved, &current));
     let memo = memo.map(|memo| memo.with_units(units, context.setup.unit_frames(&part, context.bundle)));
     let (built, reads) = pipeline::build_recording(&part, context.bundle, context.setup, memo.as_ref());
@@ -294,6 +353,7 @@ fn render_cluster(
     if let Some(memo) = &memo {
         tree.keep_sealed(memo);
     }
+    let layout = stamping.and_then(|s| s.layout(&tree));
     let sealed = seal_against(&mut tree, &current)?;
     jobs.extend(tree.take_memo_entries());
     let (files, unread) = tree.into_files();
@@ -305,17 +365,35 @@ fn render_cluster(
     // NB: a cluster's tens of thousands of buffers and paths, freed one by one in the background
     // before the memo is written; not at all after the last cluster (the process ends next).
     discard((files, unread, current, records_read), last);
-    if let (Some(memos), Some(mut records)) = (context.memos, records) {
-        records.saved = crate::tree::current::now_nanos();
-        let stamp = stamping.map(|s| s.stamp(&reads, records.saved, units));
-        let namespaces = namespaces.unwrap_or_default();
-        let saved = (&memo_cache::Slice::all(&jobs), &memo_cache::Slice::all(&namespaces));
-        if let Err(error) = sum.memo.add(memos, name, Some(saved), &records, stamp.as_ref()) {
-            eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
-        }
-    }
+    let stamp = stamping.map(|s| move |saved| s.stamp(&reads, saved, units, layout.as_ref()));
+    save_memo(
+        (context, name),
+        records,
+        stamp.as_ref().map(|s| s as &dyn Fn(u64) -> ClusterStamp),
+        (&jobs, &namespaces.unwrap_or_default()),
+        sum,
+    );
     discard(jobs, last);
     Ok(Ok(()))
+}
+
+/// Saves the memo of cluster `name`, when there is a memo and `records` (the files as they will
+/// be; their time set now): its memo entries `jobs`, its namespaces' entries and the stamp
+/// `stamp` makes for records saved at a time.
+fn save_memo(
+    (context, name): (&Context<'_>, &str),
+    records: Option<crate::tree::current::Records>,
+    stamp: Option<&dyn Fn(u64) -> ClusterStamp>,
+    (jobs, namespaces): (&crate::render::memo::Table, &unit::Table),
+    sum: &mut Sum,
+) {
+    let (Some(memos), Some(mut records)) = (context.memos, records) else { return };
+    records.saved = crate::tree::current::now_nanos();
+    let stamp = stamp.map(|stamp| stamp(records.saved));
+    let saved = (&memo_cache::Slice::all(jobs), &memo_cache::Slice::all(namespaces));
+    if let Err(error) = sum.memo.add(memos, name, Some(saved), &records, stamp.as_ref()) {
+        eprintln!("warning: the render memo of cluster `{name}` was not saved: {error}");
+    }
 }
 
 /// Frees a cluster's `part` of the spec once it is rendered: not needed past the render. When
@@ -379,41 +457,6 @@ fn load_memo(memos: &Path, name: &str) -> Saved {
     (memo_cache::load_jobs(memos, name), memo_cache::load_units(memos, name))
 }
 
-/// What a cluster's stamp is checked and made with: its memo key, build and inputs digest
-/// (`render::stamp`), and the stamp its last render left.
-struct Stamping<'a> {
-    key: zeroize::Zeroizing<[u8; 32]>,
-    build: String,
-    name: &'a str,
-    inputs: [u8; 32],
-    setup: &'a Setup,
-    last: Option<ClusterStamp>,
-}
-
-impl<'a> Stamping<'a> {
-    /// `None` without a master key, or when the inputs digest cannot be made (the render says
-    /// why).
-    fn new(memos: &Path, name: &'a str, part: &Spec, context: &Context<'a>) -> Option<Stamping<'a>> {
-        let key = context.setup.memo_key()?;
-        let inputs = context.setup.cluster_inputs(part, context.bundle)?;
-        let last = memo_cache::load_stamp(memos, name);
-        Some(Stamping { key, build: context.setup.memo_build(), name, inputs, setup: context.setup, last })
-    }
-
-    /// The last stamp, when it holds for the inputs now, beside records saved at `records`.
-    fn held(&self, records: u64) -> Option<ClusterStamp> {
-        let last = self.last.as_ref()?;
-        last.holds(&self.key, &self.build, self.name, &self.inputs, records, self.setup.secret_inputs()).then(|| last.clone())
-    }
-
-    /// The stamp of a render that read `outcomes` (what each secret input gave it) and had
-    /// `units` templated units, beside records saved at `records`.
-    fn stamp(&self, outcomes: &Outcomes, records: u64, units: usize) -> ClusterStamp {
-        let stamp = ClusterStamp::of(&self.key, &self.build, self.name, &self.inputs, outcomes);
-        ClusterStamp { stamp, records, units, reads: outcomes.keys().cloned().collect() }
-    }
-}
-
 /// Two failures of one render as one report: the diagnostics of both (an environment problem
 /// makes the whole an environment problem); of anything else, the first.
 fn merge(first: Option<Failure>, next: Failure) -> Failure {
@@ -432,49 +475,6 @@ fn merge(first: Option<Failure>, next: Failure) -> Failure {
     } else {
         Failure::Invalid(all)
     }
-}
-
-/// How many paths of each list `render --check` names.
-const CHECK_NAMED: usize = 20;
-
-/// `--check`: whether the directory already holds this render; when not, the count line, then
-/// (unless `quiet`) the paths that would change and be removed, sorted, at most
-/// [`CHECK_NAMED`] of each.
-fn check_report(
-    stdout: &mut dyn Write,
-    out: &Path,
-    files: usize,
-    changed: &[String],
-    removed: &[String],
-    quiet: bool,
-) -> anyhow::Result<Status> {
-    let (changed_paths, removed_paths) = (changed, removed);
-    let (changed, removed) = (changed.len(), removed.len());
-    if changed == 0 && removed == 0 {
-        writeln!(stdout, "up to date: {files} files in `{}`", out.display())?;
-        return Ok(Status::Success);
-    }
-    let files_would = if changed == 1 { "file would" } else { "files would" };
-    writeln!(stdout, "out of date: {changed} {files_would} change and {removed} would be removed in `{}`", out.display())?;
-    if !quiet {
-        name_paths(stdout, "would change", changed_paths)?;
-        name_paths(stdout, "would be removed", removed_paths)?;
-    }
-    Ok(Status::Failure)
-}
-
-/// `  <verb>: <path>` for the first [`CHECK_NAMED`] of `paths` in sorted order, then
-/// `  <verb>: and N more`.
-fn name_paths(stdout: &mut dyn Write, verb: &str, paths: &[String]) -> std::io::Result<()> {
-    let mut sorted = paths.to_vec();
-    sorted.sort_unstable();
-    for path in sorted.iter().take(CHECK_NAMED) {
-        writeln!(stdout, "  {verb}: {path}")?;
-    }
-    if sorted.len() > CHECK_NAMED {
-        writeln!(stdout, "  {verb}: and {} more", sorted.len() - CHECK_NAMED)?;
-    }
-    Ok(())
 }
 
 /// Whether a path of the tree holds an object (not a `kustomization.yaml` or the plan).

@@ -69,6 +69,45 @@ impl Setup {
         Some(hasher.finalize().into())
     }
 
+    /// What the render of `part` (one cluster's part of the spec) is made from, by part
+    /// (`crate::render::parts`): per tenant namespace, the digest of its tenants and servers as
+    /// loaded; and the digest of the rest: the cluster object as loaded, the operator overrides
+    /// and the sealing certificate, the namespaces in order and any tenant or server in none of
+    /// them. Where the specs were read from is not in it: only a `fromFile` path depends on
+    /// that, and a render that read one is never made in part. `None` as
+    /// [`Setup::cluster_inputs`].
+    #[must_use]
+    pub fn part_inputs(&self, part: &Spec, bundle: &Bundle) -> Option<crate::render::parts::Inputs> {
+        use crate::render::unit::object_digest;
+        use rayon::prelude::*;
+        const TAG: &[u8] = b"tfrs/part/v1";
+        let cluster = part.clusters.first()?;
+        let units = crate::render::tenant::units(part, cluster.name());
+        let digests: Vec<(String, [u8; 32])> = units
+            .par_iter()
+            .map(|unit| {
+                let mut hasher = Sha256::new();
+                hasher.update(TAG);
+                hasher.update(lp(&unit.namespace));
+                unit.tenants.iter().for_each(|tenant| hasher.update(object_digest("tenant", tenant)));
+                unit.servers.iter().for_each(|server| hasher.update(object_digest("server", server)));
+                (unit.namespace.clone(), hasher.finalize().into())
+            })
+            .collect();
+        let mut rest = Sha256::new();
+        rest.update(TAG);
+        part.clusters.iter().for_each(|cluster| rest.update(object_digest("cluster", cluster)));
+        rest.update(self.frame_extra(cluster, bundle)?);
+        rest.update((units.len() as u64).to_be_bytes());
+        units.iter().for_each(|unit| rest.update(lp(&unit.namespace)));
+        // NB: a tenant or server in no namespace (none, once the spec is checked) is in the rest.
+        let placed: std::collections::HashSet<usize> =
+            units.iter().flat_map(|u| u.tenants.iter().map(|t| addr(*t)).chain(u.servers.iter().map(|s| addr(*s)))).collect();
+        part.tenants.iter().filter(|t| !placed.contains(&addr(*t))).for_each(|t| rest.update(object_digest("tenant", t)));
+        part.servers.iter().filter(|s| !placed.contains(&addr(*s))).for_each(|s| rest.update(object_digest("server", s)));
+        Some(crate::render::parts::Inputs { rest: rest.finalize().into(), units: digests.into_iter().collect() })
+    }
+
     /// Per cluster of `spec`, the digest of what its tenant namespaces are rendered from besides
     /// the spec and the secret inputs (`crate::render::unit`): the operator overrides and the
     /// sealing certificate. A cluster whose certificate cannot be read, is not valid now or is
@@ -94,6 +133,18 @@ impl Setup {
         }
         Some(hasher.finalize().into())
     }
+}
+
+/// `text` with its length first.
+fn lp(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + 8);
+    crate::secrets::bytes::push_lp(&mut out, text.as_bytes());
+    out
+}
+
+/// Where `object` is in memory: which object of the spec it is.
+fn addr<T>(object: &T) -> usize {
+    std::ptr::from_ref(object) as usize
 }
 
 /// What the stamp takes of one spec object.

@@ -302,7 +302,14 @@ pub(crate) fn render(context: &mut Context<'_>, spec: &Spec, cluster: &Object<cr
         || {
             // NB: namespaces are given back whole only beside what the caller adds to the frame.
             let frame_digest = context.memo.and_then(|memo| memo.frames.get(&name)).map(|extra| unit::frame_digest(&frame, extra));
-            render_units(context, &frame, &units, &base, frame_digest.as_ref())
+            // NB: only some namespaces when the rest of the cluster is left as it is (`parts`).
+            match context.memo.and_then(|memo| memo.only.as_ref()) {
+                Some(only) => {
+                    let units: Vec<_> = units.iter().filter(|unit| only.contains(&unit.namespace)).cloned().collect();
+                    render_units(context, &frame, &units, &base, frame_digest.as_ref())
+                }
+                None => render_units(context, &frame, &units, &base, frame_digest.as_ref()),
+            }
         },
     );
     let parts: Vec<(Vec<Component>, Context<'_>)> = std::iter::once(own).chain(units).collect();

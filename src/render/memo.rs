@@ -88,6 +88,17 @@ pub fn plan_job(cluster: &str) -> String {
     format!("{cluster}/plan:json")
 }
 
+/// The entries a render did not take, and the namespaces' entries ([`Memo::into_untaken`]).
+pub type Untaken = (Vec<(String, Entry)>, Vec<(String, UnitEntry)>);
+
+/// Whether job `job` templates (a component's template or GitOps entry), rather than being a
+/// sealed Secret's file or `plan.json`.
+#[must_use]
+pub fn is_templated(job: &str) -> bool {
+    let (_, rest) = job.split_once('/').unwrap_or(("", job));
+    !(rest.starts_with("sealed:") || rest == "plan:json")
+}
+
 /// The last run's entries as a [`Memo`] looks them up: by job key, each given back at most once
 /// (read straight into this form: a large cluster has tens of thousands).
 pub type Previous = rustc_hash::FxHashMap<String, Mutex<Option<Entry>>>;
@@ -132,6 +143,10 @@ pub struct Memo<'a> {
     /// Per cluster, the digest of what its namespaces are rendered against besides the spec
     /// (see `render::unit`); a cluster without one has its namespaces rendered one by one.
     pub(crate) frames: HashMap<String, [u8; 32]>,
+    /// The only tenant namespaces to render, when the rest of the cluster is left as the last
+    /// render laid it out (`render::parts`): those and the cluster's own components are
+    /// rendered and laid out, nothing else.
+    pub(crate) only: Option<BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for Memo<'_> {
@@ -146,7 +161,7 @@ impl<'a> Memo<'a> {
     /// holds by relative path.
     #[must_use]
     pub fn new(key: Zeroizing<[u8; 32]>, build: String, previous: Previous, tree: &'a dyn Contents) -> Memo<'a> {
-        Memo { stamper: Stamper { key, build }, previous, tree, units: PreviousUnits::default(), frames: HashMap::new() }
+        Memo { stamper: Stamper { key, build }, previous, tree, units: PreviousUnits::default(), frames: HashMap::new(), only: None }
     }
 
     /// This memo with the last run's tenant namespaces `units` and, per cluster, the digest of
@@ -156,6 +171,25 @@ impl<'a> Memo<'a> {
         self.units = units;
         self.frames = frames;
         self
+    }
+
+    /// This memo rendering only the tenant namespaces `namespaces` and the cluster's own
+    /// components (see [`Memo::only`]).
+    #[must_use]
+    pub fn with_only(mut self, namespaces: BTreeSet<String>) -> Memo<'a> {
+        self.only = Some(namespaces);
+        self
+    }
+
+    /// The entries no job of this render took, and the namespaces' entries none took: what a
+    /// render of only some namespaces keeps of the rest of the cluster.
+    #[must_use]
+    pub fn into_untaken(self) -> Untaken {
+        fn untaken<V>(slots: rustc_hash::FxHashMap<String, Mutex<Option<V>>>) -> Vec<(String, V)> {
+            let value = |slot: Mutex<Option<V>>| slot.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+            slots.into_iter().filter_map(|(job, slot)| Some((job, value(slot)?))).collect()
+        }
+        (untaken(self.previous), untaken(self.units))
     }
 
     /// What `look` says of the entry of job `job` as the last run left it (none once given

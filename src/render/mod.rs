@@ -15,6 +15,7 @@ pub mod graph;
 pub mod memo;
 pub mod names;
 pub mod operator;
+pub mod parts;
 pub mod resource;
 pub mod server;
 pub mod stamp;

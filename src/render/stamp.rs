@@ -107,6 +107,10 @@ pub struct ClusterStamp {
     pub units: usize,
     /// The secret inputs it read.
     pub reads: BTreeSet<Read>,
+    /// Its parts, for a render that finds only some namespaces changed ([`super::parts`]); none
+    /// in a stamp of an earlier version, or of a render that could not make them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<super::parts::Parts>,
 }
 
 impl ClusterStamp {
@@ -247,7 +251,7 @@ mod tests {
         assert_ne!(ClusterStamp::compute(&key, "b", "dev", &[2; 32], &reads, &source), first, "other inputs");
         assert!(!first.contains("t1") && first.len() == 64, "a keyed MAC, nothing of a value");
 
-        let kept = ClusterStamp { stamp: first, records: 5, units: 3, reads };
+        let kept = ClusterStamp { stamp: first, records: 5, units: 3, reads, parts: None };
         assert!(kept.holds(&key, "b", "dev", &inputs, 5, &source));
         assert!(!kept.holds(&key, "b", "dev", &inputs, 6, &source), "beside other records");
         assert!(!kept.holds(&key, "b", "dev", &inputs, 5, &fake("t2", b"pem")));

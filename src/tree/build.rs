@@ -137,6 +137,8 @@ pub(super) struct Laid {
     /// The memo entries of the files the memo vouches for here: the sealed files given back
     /// with their namespace, and `plan.json`.
     pub(super) vouched: Vec<(String, Entry)>,
+    /// With a memo, the digest of each of the plan's components ([`Plan::component_digests`]).
+    pub(super) digests: Option<Vec<[u8; 32]>>,
 }
 
 /// Lays out one cluster. `sealer` names the Secrets' files and plan entries; without one, a
@@ -150,7 +152,12 @@ pub(super) struct Laid {
 /// A Secret without a sealer, two objects that would share a file (the first in component
 /// order), objects anywhere in the cluster (`gitops/` included) that share an identity
 /// ([`Error::SameObject`], every pair).
+///
+/// A memo that renders only some namespaces ([`Memo::only`]) gives a part of the tree: its
+/// components and their GitOps entries, without `plan.json` and the `kustomization.yaml` files
+/// that list every component (the caller keeps those as they are).
 pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>, memo: Option<&Memo<'_>>) -> Result<Laid, Error> {
+    let whole = memo.is_none_or(|memo| memo.only.is_none());
     let RenderedCluster { name, components, gitops, .. } = cluster;
     let laid: Vec<Result<LaidComponent, Error>> =
         components.into_par_iter().map(|component| lay_out_component(&name, component, sealer)).collect();
@@ -168,6 +175,46 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>, memo: O
         components.push(laid.plan);
     }
     let gitops_dir = layout::gitops_dir(&name);
+    let (mut gitops_files, gitops_objects) = lay_out_gitops(&gitops_dir, gitops, &mut files, &mut kept);
+    // The integrity gate: the whole tree of the cluster is known here, the same for `render`,
+    // `commit`, `diff` and `reconcile`.
+    let root = layout::cluster_dir(&name);
+    let plan = Plan { cluster: name, components };
+    // NB: the plan's text (tens of MB for a large cluster) is made beside the check, unless the
+    // memo vouches for the file written from an equal plan.
+    let (clashes, (plan_entry, digests)) = rayon::join(
+        || {
+            let component_objects =
+                plan.components.iter().flat_map(|c| c.objects.iter().map(|o| (&o.id, Some(root.as_str()), o.file.as_str())));
+            let count = plan.components.iter().map(|c| c.objects.len()).sum::<usize>() + gitops_objects.len();
+            same_objects(component_objects.chain(gitops_objects.iter().map(|(id, path)| (id, None, path.as_str()))), count)
+        },
+        || {
+            let digests = memo.map(|_| plan.component_digests());
+            let entry = whole.then(|| plan_file(&plan, memo.zip(digests.as_deref()), &mut files, &mut kept)).flatten();
+            (entry, digests)
+        },
+    );
+    if !clashes.is_empty() {
+        return Err(Error::SameObject(clashes));
+    }
+    if whole {
+        gitops_files.sort();
+        files.push((format!("{gitops_dir}/{}", layout::KUSTOMIZATION), kustomization(&gitops_files).into_bytes()));
+        files.push((format!("{root}/{}", layout::KUSTOMIZATION), kustomization(&["gitops"]).into_bytes()));
+    }
+    vouched.extend(plan_entry);
+    Ok(Laid { files, kept, plan, pending, vouched, digests })
+}
+
+/// Lays out the GitOps entry points `gitops` in `gitops_dir` (their files to `files`, or to
+/// `kept` when the memo kept them): their file names, and each object with its path.
+fn lay_out_gitops(
+    gitops_dir: &str,
+    gitops: Vec<crate::render::Resource>,
+    files: &mut Vec<(String, Vec<u8>)>,
+    kept: &mut Vec<(String, ContentId)>,
+) -> (Vec<String>, Vec<(ObjectId, String)>) {
     let mut gitops_files: Vec<String> = Vec::with_capacity(gitops.len());
     let mut gitops_objects: Vec<(ObjectId, String)> = Vec::with_capacity(gitops.len());
     for resource in gitops {
@@ -180,45 +227,24 @@ pub(super) fn lay_out(cluster: RenderedCluster, sealer: Option<&Sealer>, memo: O
         }
         gitops_files.push(file);
     }
-    // The integrity gate: the whole tree of the cluster is known here, the same for `render`,
-    // `commit`, `diff` and `reconcile`.
-    let root = layout::cluster_dir(&name);
-    let plan = Plan { cluster: name, components };
-    // NB: the plan's text (tens of MB for a large cluster) is made beside the check, unless the
-    // memo vouches for the file written from an equal plan.
-    let (clashes, plan_entry) = rayon::join(
-        || {
-            let component_objects =
-                plan.components.iter().flat_map(|c| c.objects.iter().map(|o| (&o.id, Some(root.as_str()), o.file.as_str())));
-            let count = plan.components.iter().map(|c| c.objects.len()).sum::<usize>() + gitops_objects.len();
-            same_objects(component_objects.chain(gitops_objects.iter().map(|(id, path)| (id, None, path.as_str()))), count)
-        },
-        || plan_file(&plan, memo, &mut files, &mut kept),
-    );
-    if !clashes.is_empty() {
-        return Err(Error::SameObject(clashes));
-    }
-    gitops_files.sort();
-    files.push((format!("{gitops_dir}/{}", layout::KUSTOMIZATION), kustomization(&gitops_files).into_bytes()));
-    files.push((format!("{root}/{}", layout::KUSTOMIZATION), kustomization(&["gitops"]).into_bytes()));
-    vouched.extend(plan_entry);
-    Ok(Laid { files, kept, plan, pending, vouched })
+    (gitops_files, gitops_objects)
 }
 
 /// Adds `plan.json` of `plan`: to `kept` when the memo vouches for the file written from a plan
-/// of the same digest ([`Plan::digest`]), else its text to `files`. With the memo, its entry.
+/// of the same digest ([`Plan::digest`], made from its components' `digests`), else its text to
+/// `files`. With the memo, its entry.
 fn plan_file(
     plan: &Plan,
-    memo: Option<&Memo<'_>>,
+    memo: Option<(&Memo<'_>, &[[u8; 32]])>,
     files: &mut Vec<(String, Vec<u8>)>,
     kept: &mut Vec<(String, ContentId)>,
 ) -> Option<(String, Entry)> {
     let path = layout::plan_path(&plan.cluster);
-    let Some(memo) = memo else {
+    let Some((memo, digests)) = memo else {
         files.push((path, plan.to_text().into_bytes()));
         return None;
     };
-    let (job, digest) = (crate::render::memo::plan_job(&plan.cluster), plan.digest());
+    let (job, digest) = (crate::render::memo::plan_job(&plan.cluster), Plan::digest_of(&plan.cluster, digests));
     if let Some((found, content, entry)) = memo.lookup_file(&job, &digest)
         && found == path
     {

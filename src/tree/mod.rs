@@ -63,6 +63,8 @@ pub struct Tree {
     /// The stamps of the files the memo vouched for as they were laid out: the sealed files
     /// given back with their namespace (`render::unit`) and `plan.json`.
     vouched: Vec<(String, Entry)>,
+    /// Per cluster added with a memo, the digest of each of its plan's components.
+    digests: Vec<Option<Vec<[u8; 32]>>>,
 }
 
 /// What the render memo knows of the sealed files (see [`Tree::keep_sealed`]).
@@ -113,6 +115,7 @@ impl Tree {
         self.sealers.push(sealer);
         self.pending.extend(laid.pending.into_iter().map(|p| (index, p)));
         self.vouched.extend(laid.vouched);
+        self.digests.push(laid.digests);
         Ok(())
     }
 
@@ -287,6 +290,13 @@ impl Tree {
         let plans = std::mem::take(&mut self.plans);
         std::thread::spawn(move || drop(plans));
         (self.files, self.kept)
+    }
+
+    /// The plan of the `index`th cluster added and, when it was added with a memo, the digest
+    /// of each of its components ([`Plan::component_digests`]).
+    #[must_use]
+    pub fn laid_out(&self, index: usize) -> Option<(&Plan, Option<&[[u8; 32]]>)> {
+        Some((self.plans.get(index)?, self.digests.get(index)?.as_deref()))
     }
 
     /// The plans, one per cluster, in the order the clusters were added.

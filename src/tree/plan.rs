@@ -105,11 +105,32 @@ impl Plan {
     /// The render memo keeps `plan.json` unwritten by it when the components did not move.
     #[must_use]
     pub fn digest(&self) -> [u8; 32] {
+        Plan::digest_of(&self.cluster, &self.component_digests())
+    }
+
+    /// The digest [`Plan::digest`] gives a plan of cluster `cluster` whose components have the
+    /// digests `components` ([`Plan::component_digests`]), in order.
+    #[must_use]
+    pub fn digest_of(cluster: &str, components: &[[u8; 32]]) -> [u8; 32] {
+        use sha2::{Digest as _, Sha256};
+        let mut hasher = Sha256::new();
+        hasher.update(b"tfrs/plan/v1");
+        let mut head = Vec::new();
+        crate::secrets::bytes::push_lp(&mut head, cluster.as_bytes());
+        hasher.update(&head);
+        hasher.update((components.len() as u64).to_be_bytes());
+        components.iter().for_each(|part| hasher.update(part));
+        hasher.finalize().into()
+    }
+
+    /// The digest of each component, in order: its id, path, dependencies and objects with
+    /// their files (made side by side).
+    #[must_use]
+    pub fn component_digests(&self) -> Vec<[u8; 32]> {
         use rayon::prelude::*;
         use sha2::{Digest as _, Sha256};
         let lp = |out: &mut Vec<u8>, bytes: &[u8]| crate::secrets::bytes::push_lp(out, bytes);
-        let parts: Vec<[u8; 32]> = self
-            .components
+        self.components
             .par_iter()
             .map(|component| {
                 // NB: destructured, so that a field added to the plan must be added here too.
@@ -131,15 +152,7 @@ impl Plan {
                 }
                 Sha256::digest(&out).into()
             })
-            .collect();
-        let mut hasher = Sha256::new();
-        hasher.update(b"tfrs/plan/v1");
-        let mut head = Vec::new();
-        lp(&mut head, self.cluster.as_bytes());
-        hasher.update(&head);
-        hasher.update((parts.len() as u64).to_be_bytes());
-        parts.iter().for_each(|part| hasher.update(part));
-        hasher.finalize().into()
+            .collect()
     }
 }
 

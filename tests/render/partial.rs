@@ -1,0 +1,153 @@
+//! A cluster rendered in part: when only some tenant namespaces' objects changed, a re-render
+//! renders those and the cluster's own components into the tree the last render left, and
+//! keeps the rest of the cluster as it is. Whatever changed, the tree is the one a render
+//! without a memo writes; anything the parts do not follow (the cluster object, a variable, a
+//! `fromFile` file, a hand edit, a component added, moved or taken away) renders the whole
+//! cluster.
+
+use super::copy_fixture;
+use super::stamp::same_trees;
+use crate::common::{self, report};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// `(kept, of)` from "; N of M namespaces not rendered again", when the render says it.
+fn namespaces_kept(output: &Output) -> Option<(usize, usize)> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let part = stdout.split("; ").find_map(|part| part.trim_end_matches(")\n").strip_suffix(" namespaces not rendered again"))?;
+    let (kept, of) = part.split_once(" of ")?;
+    Some((kept.parse().unwrap(), of.parse().unwrap()))
+}
+
+/// Replaces `from` by `to` in `file`, which must hold it.
+fn edit(file: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains(from), "`{}` holds `{from}`", file.display());
+    std::fs::write(file, text.replacen(from, to, 1)).unwrap();
+}
+
+/// The demo with its secrets read from the environment rather than from files (a render that
+/// read a `fromFile` file is never rendered in part), and where it is rendered.
+struct Demo {
+    _dir: tempfile::TempDir,
+    spec: PathBuf,
+    out: PathBuf,
+    fresh: PathBuf,
+    memos: PathBuf,
+    token: std::cell::RefCell<&'static str>,
+}
+
+impl Demo {
+    fn new() -> Demo {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = copy_fixture("demo", dir.path());
+        edit(&spec.join("cluster.yaml"), "{ fromFile: secrets/registry-password.txt }", "{ fromEnv: TFRS_TEST_REGISTRY }");
+        edit(&spec.join("servers.yaml"), "{ fromFile: secrets/openai-api-key.txt }", "{ fromEnv: TFRS_TEST_OPENAI }");
+        let (out, fresh, memos) = (dir.path().join("out"), dir.path().join("fresh"), dir.path().join("memos"));
+        Demo { _dir: dir, spec, out, fresh, memos, token: std::cell::RefCell::new("sk-1") }
+    }
+
+    fn command(&self) -> std::process::Command {
+        let mut command = common::fixture_command();
+        command.env("TFRS_TEST_REGISTRY", "registry-password").env("TFRS_TEST_OPENAI", *self.token.borrow());
+        command
+    }
+
+    /// Renders into `out` with the memo, then without it into `fresh`: the same tree.
+    fn render(&self, what: &str) -> Output {
+        let output = self
+            .command()
+            .env("TFRS_CACHE_DIR", &self.memos)
+            .args(["render", self.spec.to_str().unwrap(), "--out", self.out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+        let fresh = self
+            .command()
+            .args(["render", self.spec.to_str().unwrap(), "--out", self.fresh.to_str().unwrap(), "--no-memo"])
+            .output()
+            .unwrap();
+        assert_eq!(fresh.status.code(), Some(0), "{}", report(&fresh));
+        same_trees(&self.out, &self.fresh, what);
+        output
+    }
+
+    fn servers(&self) -> PathBuf {
+        self.spec.join("servers.yaml")
+    }
+
+    /// The namespaces' memo file, whose entry of namespace `namespace` has its stamp changed
+    /// (one hexadecimal digit): a render that checks it renders that namespace again.
+    fn spoil_entry_of(&self, namespace: &str) {
+        let file = std::fs::read_dir(&self.memos).unwrap().map(|e| e.unwrap().path().join("demo.units")).find(|p| p.exists()).unwrap();
+        let mut bytes = std::fs::read(&file).unwrap();
+        let key = format!("demo/unit:{namespace}");
+        let at = bytes.windows(key.len()).position(|w| w == key.as_bytes()).expect("the namespace's entry") + key.len();
+        // NB: the entry's first field is its stamp: a varint length (64), then 64 hexadecimal digits.
+        assert_eq!(bytes[at], 64, "a stamp follows the key");
+        bytes[at + 1] = if bytes[at + 1] == b'0' { b'1' } else { b'0' };
+        std::fs::write(&file, bytes).unwrap();
+    }
+}
+
+#[test]
+fn a_render_in_part_writes_the_tree_a_whole_render_writes_whatever_changed() {
+    let demo = Demo::new();
+    assert_eq!(namespaces_kept(&demo.render("the first render")), None);
+
+    // A server's field: its namespace and the cluster's own components only.
+    edit(&demo.servers(), "    replicas: 2\n", "    replicas: 3\n");
+    assert_eq!(namespaces_kept(&demo.render("robot1's replicas")), Some((1, 2)));
+    // A tenant's field.
+    edit(&demo.spec.join("tenants.yaml"), "rabbitmq: { enabled: true, replicas: 1,", "rabbitmq: { enabled: true, replicas: 3,");
+    assert_eq!(namespaces_kept(&demo.render("acme's RabbitMQ replicas")), Some((1, 2)));
+    // Two namespaces at once.
+    edit(&demo.servers(), "tag: v1.7.2", "tag: v1.7.3");
+    edit(&demo.servers(), "apiWorker: { replicas: 1 }", "apiWorker: { replicas: 2 }");
+    assert_eq!(namespaces_kept(&demo.render("a server of each namespace")), None, "neither namespace is kept");
+
+    // A component added to a server (its namespace's layout changes), one taken away, a server
+    // moved to the other namespace, a server added: the whole cluster.
+    edit(&demo.servers(), "jobs: { grafanaServiceAccount: false }", "jobs: { grafanaServiceAccount: true }");
+    demo.render("robot2's Grafana service account");
+    edit(&demo.servers(), "jobs: { grafanaServiceAccount: true }", "jobs: { grafanaServiceAccount: false }");
+    demo.render("robot2's Grafana service account taken away");
+    edit(&demo.servers(), "  name: robot2\nspec:\n  tenant: acme\n", "  name: robot2\nspec:\n  tenant: bob\n");
+    demo.render("robot2 moved to bob");
+    let servers = std::fs::read_to_string(demo.servers()).unwrap();
+    let bob = servers.split("---\n").find(|doc| doc.contains("name: bob-bot")).unwrap().replace("name: bob-bot", "name: bob-bot2");
+    std::fs::write(demo.servers(), format!("{servers}---\n{bob}")).unwrap();
+    demo.render("a server added");
+
+    // What the parts do not follow: a variable a server reads, the cluster object, a hand edit
+    // of a file of a namespace that did not change.
+    *demo.token.borrow_mut() = "sk-2";
+    demo.render("the variable robot1 reads");
+    edit(&demo.spec.join("cluster.yaml"), "username: { value: cnb }", "username: { value: cnb-ops }");
+    demo.render("the cluster's registry user");
+    let edited = super::read_tree(&demo.out).into_keys().find(|p| p.contains("/namespaces/personal-support/")).unwrap();
+    std::fs::write(demo.out.join(&edited), "kind: Edited\n").unwrap();
+    edit(&demo.servers(), "    replicas: 3\n", "    replicas: 4\n");
+    demo.render("a file of the other namespace edited by hand");
+}
+
+#[test]
+fn a_render_in_part_leaves_the_namespaces_that_did_not_change_unread() {
+    let demo = Demo::new();
+    demo.render("the first render");
+    // The stamp of personal-support's entry spoilt: a whole render would check it and render
+    // that namespace again; a render in part leaves it as it is.
+    demo.spoil_entry_of("personal-support");
+    edit(&demo.servers(), "    replicas: 2\n", "    replicas: 3\n");
+    let output = demo.render("acme-corp changed");
+    assert_eq!(namespaces_kept(&output), Some((1, 2)), "rendered in part: {}", report(&output));
+
+    // Without the parts (a stamp of an earlier version), the same change renders the whole
+    // cluster, and the spoilt entry, kept as it was, renders personal-support again.
+    let stamp = std::fs::read_dir(&demo.memos).unwrap().map(|e| e.unwrap().path().join("demo.stamp")).find(|p| p.exists()).unwrap();
+    let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stamp).unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("parts").expect("the stamp has parts");
+    std::fs::write(&stamp, serde_json::to_vec(&json).unwrap()).unwrap();
+    edit(&demo.servers(), "    replicas: 3\n", "    replicas: 4\n");
+    assert_eq!(namespaces_kept(&demo.render("acme-corp changed again")), None, "rendered whole");
+}
