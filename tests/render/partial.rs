@@ -150,4 +150,14 @@ fn a_render_in_part_leaves_the_namespaces_that_did_not_change_unread() {
     std::fs::write(&stamp, serde_json::to_vec(&json).unwrap()).unwrap();
     edit(&demo.servers(), "    replicas: 3\n", "    replicas: 4\n");
     assert_eq!(namespaces_kept(&demo.render("acme-corp changed again")), None, "rendered whole");
+
+    // The memo's entries lost: the rest of the cluster cannot keep them, so it is rendered whole
+    // and says so as a render without them does (no entry given back).
+    edit(&demo.servers(), "    replicas: 4\n", "    replicas: 5\n");
+    demo.render("parts again");
+    let jobs = std::fs::read_dir(&demo.memos).unwrap().map(|e| e.unwrap().path().join("demo.jobs")).find(|p| p.exists()).unwrap();
+    std::fs::remove_file(jobs).unwrap();
+    edit(&demo.servers(), "    replicas: 5\n", "    replicas: 6\n");
+    let output = demo.render("the memo's entries lost");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("; 0 of 130 templated units reused)"), "{}", report(&output));
 }

@@ -82,6 +82,11 @@ impl<'a> Stamping<'a> {
         Some((parts.changed(self.parts.as_ref()?)?, outcomes, parts))
     }
 
+    /// How many templated units the last render had.
+    fn last_units(&self) -> Option<usize> {
+        self.last.as_ref().map(|last| last.units)
+    }
+
     fn id(&self) -> (&str, &str) {
         (&self.build, self.name)
     }
@@ -119,7 +124,10 @@ pub(super) fn render(
     sum: &mut Sum,
 ) -> anyhow::Result<Partial> {
     let Tree { current, records, saved } = tree;
-    let found = stamping.changed(records.saved).filter(|_| current.is_described_by(records));
+    // NB: the rest of the cluster keeps the memo's entries as they are, so all must be there (a
+    // memo file lost or cut short renders the whole cluster, which makes them again).
+    let complete = Some(saved.0.keys().filter(|job| crate::render::memo::is_templated(job)).count()) == stamping.last_units();
+    let found = stamping.changed(records.saved).filter(|_| complete && current.is_described_by(records));
     let (Some((changed, outcomes, parts)), Some(memos)) = (found, context.memos) else { return Ok(Partial::Whole(saved)) };
     let only: BTreeSet<String> = changed.iter().cloned().collect();
     let Some(memo) = context.setup.memo(saved.0, current) else { return Ok(Partial::Whole(load(memos, name))) };
