@@ -347,6 +347,7 @@ fn render_whole(
         Ok(built) => built,
         Err(failure) => return Ok(Err(failure)),
     };
+    let inputs = stamping.and_then(|s| s.inputs_for(&part, context, &reads, partial::reading_files(&outcomes)));
     release(part, reused == 0, last);
     let units = jobs.len();
     sum.count(reused, units, &outcomes);
@@ -365,7 +366,7 @@ fn render_whole(
     // NB: a cluster's tens of thousands of buffers and paths, freed one by one in the background
     // before the memo is written; not at all after the last cluster (the process ends next).
     discard((files, unread, current, records_read), last);
-    let stamp = stamping.map(|s| move |saved| s.stamp(&reads, saved, units, layout.as_ref()));
+    let stamp = stamping.map(|s| move |saved| s.stamp(&reads, saved, units, (inputs.as_ref(), layout.as_ref())));
     save_memo(
         (context, name),
         records,

@@ -73,11 +73,13 @@ impl Setup {
     /// (`crate::render::parts`): per tenant namespace, the digest of its tenants and servers as
     /// loaded; and the digest of the rest: the cluster object as loaded, the operator overrides
     /// and the sealing certificate, the namespaces in order and any tenant or server in none of
-    /// them. Where the specs were read from is not in it: only a `fromFile` path depends on
-    /// that, and a render that read one is never made in part. `None` as
+    /// them. Where the specs were read from matters only to a `fromFile` path, which is read
+    /// relative to the file its field was written in: the digest of each part `files` names (a
+    /// namespace, or `parts::REST` for the rest) also takes which file each field of its objects
+    /// was written in (`crate::render::unit::files_digest`). `None` as
     /// [`Setup::cluster_inputs`].
     #[must_use]
-    pub fn part_inputs(&self, part: &Spec, bundle: &Bundle) -> Option<crate::render::parts::Inputs> {
+    pub fn part_inputs(&self, part: &Spec, bundle: &Bundle, files: &BTreeSet<String>) -> Option<crate::render::parts::Inputs> {
         use crate::render::unit::object_digest;
         use rayon::prelude::*;
         const TAG: &[u8] = b"tfrs/part/v1";
@@ -91,6 +93,9 @@ impl Setup {
                 hasher.update(lp(&unit.namespace));
                 unit.tenants.iter().for_each(|tenant| hasher.update(object_digest("tenant", tenant)));
                 unit.servers.iter().for_each(|server| hasher.update(object_digest("server", server)));
+                if files.contains(&unit.namespace) {
+                    hasher.update(crate::render::unit::files_digest(unit, bundle));
+                }
                 (unit.namespace.clone(), hasher.finalize().into())
             })
             .collect();
@@ -105,7 +110,14 @@ impl Setup {
             units.iter().flat_map(|u| u.tenants.iter().map(|t| addr(*t)).chain(u.servers.iter().map(|s| addr(*s)))).collect();
         part.tenants.iter().filter(|t| !placed.contains(&addr(*t))).for_each(|t| rest.update(object_digest("tenant", t)));
         part.servers.iter().filter(|s| !placed.contains(&addr(*s))).for_each(|s| rest.update(object_digest("server", s)));
-        Some(crate::render::parts::Inputs { rest: rest.finalize().into(), units: digests.into_iter().collect() })
+        if files.contains(crate::render::parts::REST) {
+            // NB: the cluster's and every object's in no namespace.
+            let clusters = part.clusters.iter().map(|o| (&*o.tree, o.layers.as_slice()));
+            let tenants = part.tenants.iter().filter(|t| !placed.contains(&addr(*t))).map(|o| (&*o.tree, o.layers.as_slice()));
+            let servers = part.servers.iter().filter(|s| !placed.contains(&addr(*s))).map(|o| (&*o.tree, o.layers.as_slice()));
+            rest.update(crate::render::unit::files_digest_of(clusters.chain(tenants).chain(servers), bundle));
+        }
+        Some(crate::render::parts::Inputs { rest: rest.finalize().into(), units: digests.into_iter().collect(), files: files.clone() })
     }
 
     /// Per cluster of `spec`, the digest of what its tenant namespaces are rendered from besides

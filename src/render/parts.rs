@@ -11,21 +11,25 @@
 //! - `rest`: the digest of what the cluster's render is a function of besides its namespaces'
 //!   own objects (`crate::pipeline::Setup::part_inputs`): the cluster object as loaded, the
 //!   operator overrides and the sealing certificate, the namespaces in order, and any tenant or
-//!   server in none of them (where the specs were read from matters only to a `fromFile` path,
-//!   and a render that read one is never made in part);
+//!   server in none of them;
 //! - per namespace, the digest of its tenants and servers as loaded (as its stamp takes them),
 //!   and the digest of its components as the plan lists them (id, directory, dependencies,
 //!   objects and their files, [`crate::tree::Plan::component_digests`]);
 //! - `own`: the digest of the cluster's own components (all but the namespaces') as the plan
 //!   lists them.
 //!
+//! Where the specs were read from matters only to a `fromFile` path, which is read relative to
+//! the spec file its field was written in: the digest of a namespace that read a file also
+//! takes which file each field of its objects was written in, as the namespace stamp does, and
+//! so does the rest's when the render read any file (`files` names them).
+//!
 //! `stamp = HMAC-SHA256(memo_key, "tfrs/cluster-parts/v1" ‖ lp(build) ‖ lp(cluster) ‖ lp(rest) ‖
 //! lp(own) ‖ count ‖ for each namespace: lp(namespace) ‖ lp(objects) ‖ lp(components) ‖ for
 //! each read: lp(kind) ‖ lp(key…) ‖ outcome)`, checked, like the cluster stamp, with what each
 //! secret input gives now.
 //!
-//! The namespaces a render may leave as they are: when the parts hold, `rest` is the same, the
-//! last render read no `fromFile` file, and the files are exactly those its records describe,
+//! The namespaces a render may leave as they are: when the parts hold, `rest` is the same and
+//! the files are exactly those its records describe,
 //! a namespace whose objects' digest is the same is not rendered; the others are rendered with
 //! the cluster's own components. The render is then kept only when what it laid out shows
 //! that nothing else can change: each rendered part's components digest is the one recorded (so
@@ -37,7 +41,10 @@ use crate::secrets::bytes::{push_lp, to_hex};
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The name [`Parts::files`] gives the rest of the cluster (no namespace is named so).
+pub const REST: &str = "";
 
 /// Adds to a stamp what each secret input gave (`render::stamp`'s `absorb_reads`).
 pub type Reads<'r> = dyn Fn(&mut Hmac<Sha256>) + 'r;
@@ -53,6 +60,10 @@ pub struct Parts {
     /// Per tenant namespace: the digest of its objects, and of its components as the plan lists
     /// them.
     pub units: BTreeMap<String, [String; 2]>,
+    /// The parts whose objects' digest takes which spec file each field was written in (those
+    /// that read a `fromFile` file): namespaces, and [`REST`] for the rest.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub files: BTreeSet<String>,
     /// The HMAC over them, the build, the cluster and what each secret input gave.
     pub stamp: String,
 }
@@ -72,7 +83,8 @@ impl Parts {
                 (namespace.clone(), [to_hex(objects), to_hex(components)])
             })
             .collect();
-        let mut parts = Parts { rest: to_hex(&inputs.rest), own: to_hex(&layout.own), units, stamp: String::new() };
+        let files = inputs.files.clone();
+        let mut parts = Parts { rest: to_hex(&inputs.rest), own: to_hex(&layout.own), units, files, stamp: String::new() };
         parts.stamp = parts.mac(key, build, cluster, reads);
         parts
     }
@@ -90,6 +102,8 @@ impl Parts {
         for field in [build, cluster, &self.rest, &self.own] {
             push_lp(&mut head, field.as_bytes());
         }
+        head.extend_from_slice(&(self.files.len() as u64).to_be_bytes());
+        self.files.iter().for_each(|part| push_lp(&mut head, part.as_bytes()));
         head.extend_from_slice(&(self.units.len() as u64).to_be_bytes());
         for (namespace, [objects, components]) in &self.units {
             for field in [namespace, objects, components] {
@@ -105,7 +119,7 @@ impl Parts {
     /// the namespaces are (else `None`: the whole cluster is rendered).
     #[must_use]
     pub fn changed(&self, now: &Inputs) -> Option<Vec<String>> {
-        if self.rest != to_hex(&now.rest) || !self.units.keys().eq(now.units.keys()) {
+        if self.files != now.files || self.rest != to_hex(&now.rest) || !self.units.keys().eq(now.units.keys()) {
             return None;
         }
         Some(
@@ -163,6 +177,9 @@ pub struct Inputs {
     pub rest: [u8; 32],
     /// Per namespace, its tenants' and servers' digest.
     pub units: BTreeMap<String, [u8; 32]>,
+    /// The parts whose digest takes which spec file each field was written in (see
+    /// [`Parts::files`]).
+    pub files: BTreeSet<String>,
 }
 
 /// What a cluster's render laid out, by part: the digest of the plan's components of each.
@@ -209,7 +226,7 @@ mod tests {
     }
 
     fn inputs(rest: u8, units: &[(&str, u8)]) -> Inputs {
-        Inputs { rest: [rest; 32], units: units.iter().map(|(n, d)| ((*n).to_owned(), [*d; 32])).collect() }
+        Inputs { rest: [rest; 32], units: units.iter().map(|(n, d)| ((*n).to_owned(), [*d; 32])).collect(), files: BTreeSet::new() }
     }
 
     #[test]

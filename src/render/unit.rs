@@ -50,6 +50,7 @@ use crate::secrets::bytes::{push_lp, to_hex};
 use crate::secrets::resolve::SecretInputs;
 use crate::spec::Object;
 use crate::spec::diagnostic::FileTable;
+use crate::spec::load::Layer;
 use crate::spec::yaml::{Node, Value};
 use hmac::{Hmac, Mac};
 use serde::Serialize;
@@ -114,9 +115,14 @@ pub(crate) fn reads_files<'r>(mut reads: impl Iterator<Item = &'r Read>) -> bool
 /// and the file that selected it. A `fromFile` path is read relative to the file its field was
 /// written in (`Object::locate`), which this decides.
 pub(crate) fn files_digest(unit: &Unit<'_>, files: &dyn FileTable) -> [u8; 32] {
+    let tenants = unit.tenants.iter().map(|t| (&*t.tree, t.layers.as_slice()));
+    files_digest_of(tenants.chain(unit.servers.iter().map(|s| (&*s.tree, s.layers.as_slice()))), files)
+}
+
+/// [`files_digest`] of any spec objects: each its merged tree and its layers.
+pub(crate) fn files_digest_of<'o>(objects: impl Iterator<Item = (&'o Node, &'o [Layer])>, files: &dyn FileTable) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(TAG);
-    let objects = unit.tenants.iter().map(|t| (&t.tree, &t.layers)).chain(unit.servers.iter().map(|s| (&s.tree, &s.layers)));
     for (tree, layers) in objects {
         origins(tree, files, &mut hasher);
         hasher.update((layers.len() as u64).to_be_bytes());

@@ -26,8 +26,7 @@ fn edit(file: &Path, from: &str, to: &str) {
     std::fs::write(file, text.replacen(from, to, 1)).unwrap();
 }
 
-/// The demo with its secrets read from the environment rather than from files (a render that
-/// read a `fromFile` file is never rendered in part), and where it is rendered.
+/// The demo, and where it is rendered.
 struct Demo {
     _dir: tempfile::TempDir,
     spec: PathBuf,
@@ -38,11 +37,18 @@ struct Demo {
 }
 
 impl Demo {
+    /// The demo with its secrets read from the environment rather than from files.
     fn new() -> Demo {
+        let demo = Demo::shipped();
+        edit(&demo.spec.join("cluster.yaml"), "{ fromFile: secrets/registry-password.txt }", "{ fromEnv: TFRS_TEST_REGISTRY }");
+        edit(&demo.servers(), "{ fromFile: secrets/openai-api-key.txt }", "{ fromEnv: TFRS_TEST_OPENAI }");
+        demo
+    }
+
+    /// The demo as shipped: the registry password and robot1's key are read from files.
+    fn shipped() -> Demo {
         let dir = tempfile::tempdir().unwrap();
         let spec = copy_fixture("demo", dir.path());
-        edit(&spec.join("cluster.yaml"), "{ fromFile: secrets/registry-password.txt }", "{ fromEnv: TFRS_TEST_REGISTRY }");
-        edit(&spec.join("servers.yaml"), "{ fromFile: secrets/openai-api-key.txt }", "{ fromEnv: TFRS_TEST_OPENAI }");
         let (out, fresh, memos) = (dir.path().join("out"), dir.path().join("fresh"), dir.path().join("memos"));
         Demo { _dir: dir, spec, out, fresh, memos, token: std::cell::RefCell::new("sk-1") }
     }
@@ -53,8 +59,13 @@ impl Demo {
         command
     }
 
-    /// Renders into `out` with the memo, then without it into `fresh`: the same tree.
+    /// Renders into `out` with the memo, then without it into `fresh` (a copy of `out` before):
+    /// the same tree, and the same values in every sealed Secret.
     fn render(&self, what: &str) -> Output {
+        let _ = std::fs::remove_dir_all(&self.fresh);
+        if self.out.exists() {
+            common::copy_dir(&self.out, &self.fresh);
+        }
         let output = self
             .command()
             .env("TFRS_CACHE_DIR", &self.memos)
@@ -69,6 +80,7 @@ impl Demo {
             .unwrap();
         assert_eq!(fresh.status.code(), Some(0), "{}", report(&fresh));
         same_trees(&self.out, &self.fresh, what);
+        same_values(&self.out, &self.fresh, what);
         output
     }
 
@@ -88,6 +100,25 @@ impl Demo {
         bytes[at + 1] = if bytes[at + 1] == b'0' { b'1' } else { b'0' };
         std::fs::write(&file, bytes).unwrap();
     }
+}
+
+/// Every sealed Secret of `out` holds the values of `fresh`'s. Both were sealed over the same
+/// tree, so a value that did not change keeps its ciphertext on both sides; a file whose bytes
+/// differ was sealed again on one side at least, and is opened (with the demo's key, DEV ONLY).
+fn same_values(out: &Path, fresh: &Path, what: &str) {
+    let (ours, theirs) = (super::read_tree(out), super::read_tree(fresh));
+    for (path, text) in ours.iter().filter(|(path, text)| theirs[*path] != **text) {
+        assert!(path.contains("/sealedsecret-"), "{what}: `{path}` differs: {text}");
+        assert_eq!(unsealed(&out.join(path)), unsealed(&fresh.join(path)), "{what}: `{path}` holds stale values");
+    }
+}
+
+/// The `stringData` of the sealed Secret at `path`, opened with the demo's key.
+fn unsealed(path: &Path) -> serde_json::Value {
+    let output =
+        common::tfrs_command().args(["unseal", "--private-key", "fixtures/demo/keys/sealed-secrets.key"]).arg(path).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    tfrs_gitops::spec::yaml::parse(0, &String::from_utf8(output.stdout).unwrap()).unwrap()[0].to_json()["stringData"].clone()
 }
 
 #[test]
@@ -160,4 +191,80 @@ fn a_render_in_part_leaves_the_namespaces_that_did_not_change_unread() {
     edit(&demo.servers(), "    replicas: 5\n", "    replicas: 6\n");
     let output = demo.render("the memo's entries lost");
     assert!(String::from_utf8_lossy(&output.stdout).contains("; 0 of 130 templated units reused)"), "{}", report(&output));
+}
+
+#[test]
+fn a_render_that_reads_files_is_made_in_part_while_every_field_stays_in_its_file() {
+    // NB: the registry password (the cluster's) and robot1's key (acme-corp's) are read from
+    // files, each relative to the spec file its field is written in.
+    let demo = Demo::shipped();
+    demo.render("the first render");
+    demo.spoil_entry_of("personal-support");
+    edit(&demo.servers(), "    replicas: 2\n", "    replicas: 3\n");
+    let output = demo.render("acme-corp changed");
+    assert_eq!(namespaces_kept(&output), Some((1, 2)), "rendered in part: {}", report(&output));
+
+    // The file robot1 reads, the file the cluster reads: the whole cluster.
+    std::fs::write(demo.spec.join("secrets/openai-api-key.txt"), "sk-demo-another-key\n").unwrap();
+    edit(&demo.servers(), "    replicas: 3\n", "    replicas: 4\n");
+    demo.render("robot1's file changed");
+    std::fs::write(demo.spec.join("secrets/registry-password.txt"), "another-registry-password\n").unwrap();
+    demo.render("the registry password's file changed");
+
+    // The servers' spec file moved (every server's fields are now written in another file, and
+    // robot1's key is read relative to it), then the cluster's: the tree a render without the
+    // memo writes.
+    std::fs::create_dir_all(demo.spec.join("robots")).unwrap();
+    std::fs::create_dir_all(demo.spec.join("robots/secrets")).unwrap();
+    std::fs::write(demo.spec.join("robots/secrets/openai-api-key.txt"), "sk-key-next-to-the-robots\n").unwrap();
+    std::fs::rename(demo.servers(), demo.spec.join("robots/servers.yaml")).unwrap();
+    demo.render("the servers' spec file moved");
+    std::fs::create_dir_all(demo.spec.join("platform/secrets")).unwrap();
+    std::fs::write(demo.spec.join("platform/secrets/registry-password.txt"), "registry-password-next-to-the-cluster\n").unwrap();
+    let cluster = std::fs::read_to_string(demo.spec.join("cluster.yaml")).unwrap();
+    std::fs::remove_file(demo.spec.join("cluster.yaml")).unwrap();
+    std::fs::write(demo.spec.join("platform/cluster.yaml"), cluster.replace("certFile: keys/", "certFile: ../keys/")).unwrap();
+    demo.render("the cluster's spec file moved");
+}
+
+#[test]
+fn a_field_now_written_in_another_file_renders_its_namespace_again() {
+    // NB: the team overlay (in `overlays/`) names the OpenAI key of every server, each reading
+    // it relative to `overlays/`; robot1's own spec names the same path, read next to it.
+    let demo = Demo::shipped();
+    let overlay = demo.spec.join("overlays/team.yaml");
+    edit(
+        &overlay,
+        "kind: TFRServer\nspec:\n",
+        "kind: TFRServer\nspec:\n  secretData:\n    OPENAI_API_KEY: { fromFile: secrets/openai-api-key.txt }\n",
+    );
+    std::fs::create_dir_all(demo.spec.join("overlays/secrets")).unwrap();
+    std::fs::write(demo.spec.join("overlays/secrets/openai-api-key.txt"), "sk-overlay-key\n").unwrap();
+    demo.render("the first render");
+
+    // robot1 no longer names the file itself: its merged spec is the same, every read gives
+    // what it gave, but its key is now the overlay's file. acme-corp is rendered again, in part.
+    demo.spoil_entry_of("personal-support");
+    edit(&demo.servers(), "    OPENAI_API_KEY: { fromFile: secrets/openai-api-key.txt }\n", "");
+    let output = demo.render("robot1's key read from the overlay's directory");
+    assert_eq!(namespaces_kept(&output), Some((1, 2)), "rendered in part: {}", report(&output));
+}
+
+#[test]
+fn a_field_of_the_cluster_now_written_in_another_file_renders_the_whole_cluster() {
+    // NB: an overlay of the cluster names its registry password file too, read relative to
+    // `overlays/`; the cluster's own spec names the same path, read next to it, and wins.
+    let demo = Demo::shipped();
+    let overlay = demo.spec.join("overlays/team.yaml");
+    let text = std::fs::read_to_string(&overlay).unwrap();
+    let cluster = "kind: TFRCluster\nspec:\n  imageRegistry:\n    password: { fromFile: secrets/registry-password.txt }\n---\n";
+    std::fs::write(&overlay, format!("{cluster}{text}")).unwrap();
+    std::fs::create_dir_all(demo.spec.join("overlays/secrets")).unwrap();
+    std::fs::write(demo.spec.join("overlays/secrets/registry-password.txt"), "the-overlay's-registry-password\n").unwrap();
+    demo.render("the first render");
+
+    // The cluster no longer names the file itself: its merged spec is the same, every read gives
+    // what it gave, but the pull Secret every namespace borrows now holds the overlay's file.
+    edit(&demo.spec.join("cluster.yaml"), "    password: { fromFile: secrets/registry-password.txt }\n", "");
+    demo.render("the registry password read from the overlay's directory");
 }

@@ -8,8 +8,9 @@
 use super::{Context, Saved, Sum, discard, namespace_entries, save_memo, seal_against};
 use crate::layout;
 use crate::pipeline::{self, Built, Failure, Setup};
-use crate::render::parts::{Inputs, Layout, Parts, namespace_of};
+use crate::render::parts::{Inputs, Layout, Parts, REST, namespace_of};
 use crate::render::stamp::{ClusterStamp, Outcomes, Read, absorb_reads, read_again};
+use crate::render::unit;
 use crate::source::memo_cache;
 use crate::spec::Spec;
 use crate::tree::current::Current;
@@ -35,8 +36,10 @@ impl<'a> Stamping<'a> {
     pub(super) fn new(memos: &Path, name: &'a str, part: &Spec, context: &Context<'a>) -> Option<Stamping<'a>> {
         let key = context.setup.memo_key()?;
         let inputs = context.setup.cluster_inputs(part, context.bundle)?;
-        let parts = context.setup.part_inputs(part, context.bundle);
         let last = memo_cache::load_stamp(memos, name);
+        // NB: made as the last parts were, to compare with them.
+        let files = last.as_ref().and_then(|last| last.parts.as_ref()).map(|parts| parts.files.clone()).unwrap_or_default();
+        let parts = context.setup.part_inputs(part, context.bundle, &files);
         Some(Stamping { key, build: context.setup.memo_build(), name, inputs, parts, setup: context.setup, last })
     }
 
@@ -46,12 +49,33 @@ impl<'a> Stamping<'a> {
         last.holds(&self.key, &self.build, self.name, &self.inputs, records, self.setup.secret_inputs()).then(|| last.clone())
     }
 
+    /// What the parts of a render of `part` that read `outcomes` are made from, `reading` the
+    /// namespaces that read a `fromFile` file: with which file each field was written in, for
+    /// those and (when the render read any file) for the rest.
+    pub(super) fn inputs_for(
+        &self,
+        part: &Spec,
+        context: &Context<'_>,
+        outcomes: &Outcomes,
+        mut reading: BTreeSet<String>,
+    ) -> Option<Inputs> {
+        if outcomes.keys().any(|read| matches!(read, Read::File(..))) {
+            reading.insert(REST.to_owned());
+        }
+        match &self.parts {
+            Some(inputs) if inputs.files == reading => Some(inputs.clone()),
+            _ => context.setup.part_inputs(part, context.bundle, &reading),
+        }
+    }
+
     /// The stamp of a render that read `outcomes` (what each secret input gave it), had `units`
-    /// templated units and laid out `layout`, beside records saved at `records`.
-    pub(super) fn stamp(&self, outcomes: &Outcomes, records: u64, units: usize, layout: Option<&Layout>) -> ClusterStamp {
+    /// templated units and laid out `layout` from `inputs` ([`Stamping::inputs_for`]), beside
+    /// records saved at `records`.
+    pub(super) fn stamp(&self, outcomes: &Outcomes, records: u64, units: usize, parts: (Option<&Inputs>, Option<&Layout>)) -> ClusterStamp {
         let stamp = ClusterStamp::of(&self.key, &self.build, self.name, &self.inputs, outcomes);
         let reads = |mac: &mut hmac::Hmac<sha2::Sha256>| absorb_reads(mac, outcomes);
-        let parts = self.parts.as_ref().zip(layout).map(|(inputs, layout)| Parts::new(&self.key, self.id(), inputs, layout, &reads));
+        let (inputs, layout) = parts;
+        let parts = inputs.zip(layout).map(|(inputs, layout)| Parts::new(&self.key, self.id(), inputs, layout, &reads));
         ClusterStamp { stamp, records, units, reads: outcomes.keys().cloned().collect(), parts }
     }
 
@@ -65,16 +89,10 @@ impl<'a> Stamping<'a> {
 
     /// The namespaces whose objects changed since the last render, and what each secret input
     /// it read gives now, when the rest of the cluster may be kept as it is (see the module
-    /// docs): the last stamp's parts hold beside records saved at `records`, and that render
-    /// read no `fromFile` file.
+    /// docs): the last stamp's parts hold beside records saved at `records`.
     fn changed(&self, records: u64) -> Option<(Vec<String>, Outcomes, &Parts)> {
         let last = self.last.as_ref().filter(|last| last.records == records)?;
         let parts = last.parts.as_ref()?;
-        // NB: a `fromFile` path is read relative to the file its field was written in, which the
-        // parts do not follow.
-        if last.reads.iter().any(|read| matches!(read, Read::File(..))) {
-            return None;
-        }
         let outcomes = read_again(&last.reads, self.setup.secret_inputs());
         if !parts.holds(&self.key, self.id(), &|mac| absorb_reads(mac, &outcomes)) {
             return None;
@@ -152,6 +170,7 @@ pub(super) fn render(
     let stats = sum.add(&changes.update, None, staging)?;
     sum.count_kept(current, &changes.update);
     let records = writing.then(|| changes.records(&stats));
+    let reading = reading_files(&outcomes_now);
     let namespaces = namespace_entries(Some(&memo), records.as_ref(), outcomes_now, &jobs);
     drop((changes, sealed));
     // NB: the rest of the cluster's entries, then this render's, which replace theirs.
@@ -165,10 +184,25 @@ pub(super) fn render(
     let mut all = outcomes;
     all.extend(reads);
     let layout = parts.layout_with(&layout);
-    let stamp = |saved| stamping.stamp(&all, saved, units, Some(&layout));
+    let kept = parts.files.iter().filter(|part| **part != REST && !changed.contains(*part)).cloned();
+    let inputs = stamping.inputs_for(part, context, &all, kept.chain(reading).collect());
+    let stamp = |saved| stamping.stamp(&all, saved, units, (inputs.as_ref(), Some(&layout)));
     save_memo((context, name), records, Some(&stamp), (&jobs, &namespaces), sum);
     discard((jobs, namespaces), last);
     Ok(Partial::Done(Ok(())))
+}
+
+/// The namespaces of `outcomes` that read a `fromFile` file.
+pub(super) fn reading_files(outcomes: &[unit::Outcome]) -> BTreeSet<String> {
+    let file = |read: &Read| matches!(read, Read::File(..));
+    let reads = |outcome: &unit::Outcome| match outcome {
+        unit::Outcome::Kept { entry, .. } => entry.reads.iter().any(file),
+        unit::Outcome::Rendered { outcomes, .. } => outcomes.keys().any(file),
+    };
+    let job = |outcome: &unit::Outcome| match outcome {
+        unit::Outcome::Kept { job, .. } | unit::Outcome::Rendered { job, .. } => job.split_once("/unit:").map(|(_, n)| n.to_owned()),
+    };
+    outcomes.iter().filter(|outcome| reads(outcome)).filter_map(job).collect()
 }
 
 /// The memo of cluster `name` read again, for a whole render after one in part took from it.
