@@ -378,14 +378,6 @@ fn one_commit_carries_several_selected_clusters() {
     assert!(landed[1].starts_with("tfrs: render staging ("), "dev and prod were there already: {landed:?}");
 }
 
-/// The Secret's `stringData` after `tfrs unseal` with the demo key (DEV ONLY).
-fn unsealed(path: &Path) -> serde_json::Value {
-    let output =
-        common::tfrs_command().args(["unseal", "--private-key", "fixtures/demo/keys/sealed-secrets.key"]).arg(path).output().unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
-    tfrs_gitops::spec::yaml::parse(0, &String::from_utf8(output.stdout).unwrap()).unwrap()[0].to_json()["stringData"].clone()
-}
-
 #[test]
 fn one_declaration_placed_in_several_clusters_with_its_environments() {
     let dir = tempfile::tempdir().unwrap();
@@ -416,8 +408,9 @@ fn one_declaration_placed_in_several_clusters_with_its_environments() {
     };
     assert_eq!((image("dev"), image("prod")), ("v1.9.0-rc.1".to_owned(), "v1.8.0".to_owned()), "versions per environment");
     // Generated secrets of two clusters never coincide.
-    let password =
-        |cluster: &str| unsealed(&tenant(cluster, "acme").join("postgresql/sealedsecret-acme-pg-credentials.yaml"))["password"].clone();
+    let password = |cluster: &str| {
+        common::unsealed(&tenant(cluster, "acme").join("postgresql/sealedsecret-acme-pg-credentials.yaml"))["password"].clone()
+    };
     let (dev, prod) = (password("dev"), password("prod"));
     assert!(dev.as_str().is_some_and(|p| p.len() >= 16), "{dev}");
     assert_ne!(dev, prod, "a dev database password is never prod's");

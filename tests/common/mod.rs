@@ -48,6 +48,18 @@ pub fn tfrs_command() -> std::process::Command {
 }
 
 /// The render fixtures, each a directory below `fixtures/`.
+/// The `stringData` of the sealed Secret at `path`, opened with `tfrs unseal` and the demo's
+/// key (DEV ONLY).
+#[allow(dead_code)]
+#[must_use]
+pub fn unsealed(path: &std::path::Path) -> serde_json::Value {
+    let output =
+        tfrs_command().args(["unseal", "--private-key", "fixtures/demo/keys/sealed-secrets.key"]).arg(path).output().expect("run tfrs");
+    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
+    let text = String::from_utf8(output.stdout).expect("UTF-8");
+    tfrs_gitops::spec::yaml::parse(0, &text).expect("YAML")[0].to_json()["stringData"].clone()
+}
+
 #[allow(dead_code)]
 pub const RENDER_FIXTURES: &[&str] = &[
     "demo",

@@ -7,24 +7,10 @@
 
 use super::copy_fixture;
 use super::stamp::same_trees;
+use super::unit::{edit, namespaces_kept};
 use crate::common::{self, report};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-
-/// `(kept, of)` from "; N of M namespaces not rendered again", when the render says it.
-fn namespaces_kept(output: &Output) -> Option<(usize, usize)> {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let part = stdout.split("; ").find_map(|part| part.trim_end_matches(")\n").strip_suffix(" namespaces not rendered again"))?;
-    let (kept, of) = part.split_once(" of ")?;
-    Some((kept.parse().unwrap(), of.parse().unwrap()))
-}
-
-/// Replaces `from` by `to` in `file`, which must hold it.
-fn edit(file: &Path, from: &str, to: &str) {
-    let text = std::fs::read_to_string(file).unwrap();
-    assert!(text.contains(from), "`{}` holds `{from}`", file.display());
-    std::fs::write(file, text.replacen(from, to, 1)).unwrap();
-}
 
 /// The demo, and where it is rendered.
 struct Demo {
@@ -88,6 +74,15 @@ impl Demo {
         self.spec.join("servers.yaml")
     }
 
+    /// Renders after `change` with personal-support's entry spoilt ([`Demo::spoil_entry_of`]),
+    /// and checks that the render was made in part: personal-support is still given back.
+    fn render_in_part(&self, change: impl FnOnce(), what: &str) {
+        self.spoil_entry_of("personal-support");
+        change();
+        let output = self.render(what);
+        assert_eq!(namespaces_kept(&output), Some((1, 2)), "rendered in part: {}", report(&output));
+    }
+
     /// The namespaces' memo file, whose entry of namespace `namespace` has its stamp changed
     /// (one hexadecimal digit): a render that checks it renders that namespace again.
     fn spoil_entry_of(&self, namespace: &str) {
@@ -109,16 +104,8 @@ fn same_values(out: &Path, fresh: &Path, what: &str) {
     let (ours, theirs) = (super::read_tree(out), super::read_tree(fresh));
     for (path, text) in ours.iter().filter(|(path, text)| theirs[*path] != **text) {
         assert!(path.contains("/sealedsecret-"), "{what}: `{path}` differs: {text}");
-        assert_eq!(unsealed(&out.join(path)), unsealed(&fresh.join(path)), "{what}: `{path}` holds stale values");
+        assert_eq!(common::unsealed(&out.join(path)), common::unsealed(&fresh.join(path)), "{what}: `{path}` holds stale values");
     }
-}
-
-/// The `stringData` of the sealed Secret at `path`, opened with the demo's key.
-fn unsealed(path: &Path) -> serde_json::Value {
-    let output =
-        common::tfrs_command().args(["unseal", "--private-key", "fixtures/demo/keys/sealed-secrets.key"]).arg(path).output().unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", report(&output));
-    tfrs_gitops::spec::yaml::parse(0, &String::from_utf8(output.stdout).unwrap()).unwrap()[0].to_json()["stringData"].clone()
 }
 
 #[test]
@@ -168,10 +155,7 @@ fn a_render_in_part_leaves_the_namespaces_that_did_not_change_unread() {
     demo.render("the first render");
     // The stamp of personal-support's entry spoilt: a whole render would check it and render
     // that namespace again; a render in part leaves it as it is.
-    demo.spoil_entry_of("personal-support");
-    edit(&demo.servers(), "    replicas: 2\n", "    replicas: 3\n");
-    let output = demo.render("acme-corp changed");
-    assert_eq!(namespaces_kept(&output), Some((1, 2)), "rendered in part: {}", report(&output));
+    demo.render_in_part(|| edit(&demo.servers(), "    replicas: 2\n", "    replicas: 3\n"), "acme-corp changed");
 
     // Without the parts (a stamp of an earlier version), the same change renders the whole
     // cluster, and the spoilt entry, kept as it was, renders personal-support again.
@@ -199,10 +183,7 @@ fn a_render_that_reads_files_is_made_in_part_while_every_field_stays_in_its_file
     // files, each relative to the spec file its field is written in.
     let demo = Demo::shipped();
     demo.render("the first render");
-    demo.spoil_entry_of("personal-support");
-    edit(&demo.servers(), "    replicas: 2\n", "    replicas: 3\n");
-    let output = demo.render("acme-corp changed");
-    assert_eq!(namespaces_kept(&output), Some((1, 2)), "rendered in part: {}", report(&output));
+    demo.render_in_part(|| edit(&demo.servers(), "    replicas: 2\n", "    replicas: 3\n"), "acme-corp changed");
 
     // The file robot1 reads, the file the cluster reads: the whole cluster.
     std::fs::write(demo.spec.join("secrets/openai-api-key.txt"), "sk-demo-another-key\n").unwrap();
@@ -244,10 +225,8 @@ fn a_field_now_written_in_another_file_renders_its_namespace_again() {
 
     // robot1 no longer names the file itself: its merged spec is the same, every read gives
     // what it gave, but its key is now the overlay's file. acme-corp is rendered again, in part.
-    demo.spoil_entry_of("personal-support");
-    edit(&demo.servers(), "    OPENAI_API_KEY: { fromFile: secrets/openai-api-key.txt }\n", "");
-    let output = demo.render("robot1's key read from the overlay's directory");
-    assert_eq!(namespaces_kept(&output), Some((1, 2)), "rendered in part: {}", report(&output));
+    let change = || edit(&demo.servers(), "    OPENAI_API_KEY: { fromFile: secrets/openai-api-key.txt }\n", "");
+    demo.render_in_part(change, "robot1's key read from the overlay's directory");
 }
 
 #[test]

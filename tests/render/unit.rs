@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Output;
 
 /// `(kept, of)` from "; N of M namespaces not rendered again", when the render says it.
-fn namespaces_kept(output: &Output) -> Option<(usize, usize)> {
+pub(super) fn namespaces_kept(output: &Output) -> Option<(usize, usize)> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let part = stdout.split("; ").find_map(|part| part.trim_end_matches(")\n").strip_suffix(" namespaces not rendered again"))?;
     let (kept, of) = part.split_once(" of ")?;
@@ -19,7 +19,7 @@ fn namespaces_kept(output: &Output) -> Option<(usize, usize)> {
 }
 
 /// Replaces `from` by `to` in `file`, which must hold it.
-fn edit(file: &Path, from: &str, to: &str) {
+pub(super) fn edit(file: &Path, from: &str, to: &str) {
     let text = std::fs::read_to_string(file).unwrap();
     assert!(text.contains(from), "`{}` holds `{from}`", file.display());
     std::fs::write(file, text.replacen(from, to, 1)).unwrap();
