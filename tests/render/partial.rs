@@ -6,10 +6,10 @@
 //! cluster.
 
 use super::copy_fixture;
-use super::stamp::same_trees;
+use super::stamp::{same_trees, same_values};
 use super::unit::{edit, namespaces_kept};
 use crate::common::{self, report};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 /// The demo, and where it is rendered.
@@ -94,17 +94,6 @@ impl Demo {
         assert_eq!(bytes[at], 64, "a stamp follows the key");
         bytes[at + 1] = if bytes[at + 1] == b'0' { b'1' } else { b'0' };
         std::fs::write(&file, bytes).unwrap();
-    }
-}
-
-/// Every sealed Secret of `out` holds the values of `fresh`'s. Both were sealed over the same
-/// tree, so a value that did not change keeps its ciphertext on both sides; a file whose bytes
-/// differ was sealed again on one side at least, and is opened (with the demo's key, DEV ONLY).
-fn same_values(out: &Path, fresh: &Path, what: &str) {
-    let (ours, theirs) = (super::read_tree(out), super::read_tree(fresh));
-    for (path, text) in ours.iter().filter(|(path, text)| theirs[*path] != **text) {
-        assert!(path.contains("/sealedsecret-"), "{what}: `{path}` differs: {text}");
-        assert_eq!(common::unsealed(&out.join(path)), common::unsealed(&fresh.join(path)), "{what}: `{path}` holds stale values");
     }
 }
 

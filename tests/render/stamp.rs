@@ -47,6 +47,17 @@ pub(super) fn same_trees(out: &Path, fresh: &Path, what: &str) {
     }
 }
 
+/// Every sealed Secret of `out` holds the values of `fresh`'s. Both were sealed over the same
+/// tree, so a value that did not change keeps its ciphertext on both sides; a file whose bytes
+/// differ was sealed again on one side at least, and is opened (with the demo's key, DEV ONLY).
+pub(super) fn same_values(out: &Path, fresh: &Path, what: &str) {
+    let (ours, theirs) = (super::read_tree(out), super::read_tree(fresh));
+    for (path, text) in ours.iter().filter(|(path, text)| theirs[*path] != **text) {
+        assert!(path.contains("/sealedsecret-"), "{what}: `{path}` differs: {text}");
+        assert_eq!(common::unsealed(&out.join(path)), common::unsealed(&fresh.join(path)), "{what}: `{path}` holds stale values");
+    }
+}
+
 #[test]
 fn an_unchanged_cluster_of_a_fleet_is_not_rendered_again_and_any_input_of_it_renders_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 //! the cluster's pull Secret, its sealing certificate, a hand edit of one of its files) renders
 //! it again, to the tree a render without a memo writes.
 
-use super::stamp::same_trees;
+use super::stamp::{same_trees, same_values};
 use super::{copy_fixture, read_tree};
 use crate::common::{self, report};
 use std::path::Path;
@@ -33,7 +33,13 @@ fn a_namespace_is_given_back_whole_only_while_everything_it_is_rendered_from_hol
     // NB: bob's server reads a variable; robot1 (acme-corp) reads `secrets/openai-api-key.txt`.
     edit(&spec.join("servers.yaml"), "  tenant: bob\n", "  tenant: bob\n  secretData:\n    BOB_TOKEN: { fromEnv: TFRS_TEST_BOB_TOKEN }\n");
     let token = std::cell::RefCell::new("bob-1");
+    // NB: `fresh` starts as a copy of `out` before each render, so that a value that did not
+    // change keeps its ciphertext on both sides and a stale one is found (`same_values`).
     let render = || {
+        let _ = std::fs::remove_dir_all(&fresh);
+        if out.exists() {
+            common::copy_dir(&out, &fresh);
+        }
         let output = common::fixture_command()
             .env("TFRS_CACHE_DIR", &memos)
             .env("TFRS_TEST_BOB_TOKEN", *token.borrow())
@@ -51,6 +57,7 @@ fn a_namespace_is_given_back_whole_only_while_everything_it_is_rendered_from_hol
             .unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", report(&output));
         same_trees(&out, &fresh, what);
+        same_values(&out, &fresh, what);
     };
     assert_eq!(namespaces_kept(&render()), None, "nothing to compare with yet");
 
