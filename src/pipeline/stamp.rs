@@ -4,6 +4,7 @@
 
 use super::{Setup, cert_path};
 use crate::render::memo;
+use crate::secrets::bytes::lp;
 use crate::secrets::sealed::Certificate;
 use crate::source::memo_cache;
 use crate::spec::model::{ClusterSpec, SealingBackend};
@@ -90,7 +91,7 @@ impl Setup {
             .map(|unit| {
                 let mut hasher = Sha256::new();
                 hasher.update(TAG);
-                hasher.update(lp(&unit.namespace));
+                hasher.update(lp(unit.namespace.as_bytes()));
                 unit.tenants.iter().for_each(|tenant| hasher.update(object_digest("tenant", tenant)));
                 unit.servers.iter().for_each(|server| hasher.update(object_digest("server", server)));
                 if files.contains(&unit.namespace) {
@@ -104,7 +105,7 @@ impl Setup {
         part.clusters.iter().for_each(|cluster| rest.update(object_digest("cluster", cluster)));
         rest.update(self.frame_extra(cluster, bundle)?);
         rest.update((units.len() as u64).to_be_bytes());
-        units.iter().for_each(|unit| rest.update(lp(&unit.namespace)));
+        units.iter().for_each(|unit| rest.update(lp(unit.namespace.as_bytes())));
         // NB: a tenant or server in no namespace (none, once the spec is checked) is in the rest.
         let placed: std::collections::HashSet<usize> =
             units.iter().flat_map(|u| u.tenants.iter().map(|t| addr(*t)).chain(u.servers.iter().map(|s| addr(*s)))).collect();
@@ -145,13 +146,6 @@ impl Setup {
         }
         Some(hasher.finalize().into())
     }
-}
-
-/// `text` with its length first.
-fn lp(text: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len() + 8);
-    crate::secrets::bytes::push_lp(&mut out, text.as_bytes());
-    out
 }
 
 /// Where `object` is in memory: which object of the spec it is.

@@ -37,7 +37,7 @@
 //! component waits only for components rendered with it, and every file it lays out is already
 //! there. Anything else renders the whole cluster, as without the parts.
 
-use crate::secrets::bytes::{push_lp, to_hex};
+use crate::secrets::bytes::{from_hex, push_lp, to_hex};
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -158,16 +158,6 @@ impl Parts {
             .collect();
         Layout { own: rendered.own, units }
     }
-}
-
-/// The 32 bytes `hex` (lowercase, as [`to_hex`] writes them) stands for.
-fn from_hex(hex: &str) -> Option<[u8; 32]> {
-    let mut out = [0; 32];
-    (hex.len() == 64).then_some(())?;
-    for (byte, pair) in out.iter_mut().zip(hex.as_bytes().chunks(2)) {
-        *byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-    }
-    Some(out)
 }
 
 /// What a cluster's render is made from, by part (see the module docs).

@@ -46,7 +46,7 @@ use super::tenant::Unit;
 use super::{Component, Resource};
 use crate::object::{ContentId, ObjectId};
 use crate::secrets::PlainSecret;
-use crate::secrets::bytes::{push_lp, to_hex};
+use crate::secrets::bytes::{lp, push_lp, to_hex};
 use crate::secrets::resolve::SecretInputs;
 use crate::spec::Object;
 use crate::spec::diagnostic::FileTable;
@@ -64,6 +64,12 @@ const TAG: &[u8] = b"tfrs/unit/v1";
 #[must_use]
 pub fn job(cluster: &str, namespace: &str) -> String {
     format!("{cluster}/unit:{namespace}")
+}
+
+/// The cluster and the namespace of job `job` ([`job`]).
+#[must_use]
+pub(crate) fn parse_job(job: &str) -> Option<(&str, &str)> {
+    job.split_once("/unit:")
 }
 
 /// The digest of what a cluster's namespaces are rendered from besides their own objects (see
@@ -175,12 +181,6 @@ fn secret_digest(secret: &PlainSecret) -> [u8; 32] {
         hasher.update(lp(value));
     }
     hasher.finalize().into()
-}
-
-fn lp(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len() + 8);
-    push_lp(&mut out, bytes);
-    out
 }
 
 /// A namespace's stamp, as it is made.
@@ -357,7 +357,7 @@ fn record_one(
     jobs: &memo::Table,
     content: &dyn Fn(&str) -> Option<ContentId>,
 ) -> Option<UnitEntry> {
-    let cluster = job.split_once("/unit:")?.0;
+    let (cluster, _) = parse_job(job)?;
     let gitops_dir = crate::layout::gitops_dir(cluster);
     let mut stamp = Stamp::new(stamper, job, inputs, outcomes, files);
     let mut kept = Vec::with_capacity(components.len());

@@ -5,9 +5,10 @@
 //! them. What is laid out must show that nothing else can change, or the whole cluster is
 //! rendered after all.
 
-use super::{Context, Saved, Sum, discard, namespace_entries, save_memo, seal_against};
+use super::{Context, Saved, Sum, discard, load_memo, namespace_entries, save_memo, seal_against};
 use crate::layout;
 use crate::pipeline::{self, Built, Failure, Setup};
+use crate::render::memo::is_templated;
 use crate::render::parts::{Inputs, Layout, Parts, REST, namespace_of};
 use crate::render::stamp::{ClusterStamp, Outcomes, Read, absorb_reads, read_again};
 use crate::render::unit;
@@ -144,20 +145,20 @@ pub(super) fn render(
     let Tree { current, records, saved } = tree;
     // NB: the rest of the cluster keeps the memo's entries as they are, so all must be there (a
     // memo file lost or cut short renders the whole cluster, which makes them again).
-    let complete = Some(saved.0.keys().filter(|job| crate::render::memo::is_templated(job)).count()) == stamping.last_units();
+    let complete = Some(saved.0.keys().filter(|job| is_templated(job)).count()) == stamping.last_units();
     let found = stamping.changed(records.saved).filter(|_| complete && current.is_described_by(records));
     let (Some((changed, outcomes, parts)), Some(memos)) = (found, context.memos) else { return Ok(Partial::Whole(saved)) };
     let only: BTreeSet<String> = changed.iter().cloned().collect();
-    let Some(memo) = context.setup.memo(saved.0, current) else { return Ok(Partial::Whole(load(memos, name))) };
+    let Some(memo) = context.setup.memo(saved.0, current) else { return Ok(Partial::Whole(load_memo(memos, name))) };
     let memo = memo.with_units(saved.1, context.setup.unit_frames(part, context.bundle)).with_only(only);
     let (built, reads) = pipeline::build_recording(part, context.bundle, context.setup, Some(&memo));
     // NB: a render in part that fails is done again whole, which reports every problem.
     let Ok(Built { mut tree, memo: mut jobs, reused, units: outcomes_now }) = built else {
-        return Ok(Partial::Whole(load(memos, name)));
+        return Ok(Partial::Whole(load_memo(memos, name)));
     };
     let Some(layout) = kept_as_laid_out(&tree, current, parts, &changed) else {
         drop((tree, memo));
-        return Ok(Partial::Whole(load(memos, name)));
+        return Ok(Partial::Whole(load_memo(memos, name)));
     };
     let templated = jobs.len();
     tree.keep_sealed(&memo);
@@ -175,10 +176,10 @@ pub(super) fn render(
     drop((changes, sealed));
     // NB: the rest of the cluster's entries, then this render's, which replace theirs.
     let (untaken_jobs, mut untaken_units) = memo.into_untaken();
-    untaken_units.retain(|(job, _)| !changed.iter().any(|namespace| *job == crate::render::unit::job(name, namespace)));
+    untaken_units.retain(|(job, _)| unit::parse_job(job).is_none_or(|(_, namespace)| !changed.iter().any(|c| c == namespace)));
     let jobs = crate::sorted::into_map(untaken_jobs.into_iter().chain(jobs).collect());
     let namespaces = crate::sorted::into_map(untaken_units.into_iter().chain(namespaces.unwrap_or_default()).collect());
-    let units = jobs.keys().filter(|job| crate::render::memo::is_templated(job)).count();
+    let units = jobs.keys().filter(|job| is_templated(job)).count();
     sum.count_part((units - (templated - reused), units), (parts.units.len() - changed.len(), parts.units.len()));
     discard((files, unread), last);
     let mut all = outcomes;
@@ -200,14 +201,9 @@ pub(super) fn reading_files(outcomes: &[unit::Outcome]) -> BTreeSet<String> {
         unit::Outcome::Rendered { outcomes, .. } => outcomes.keys().any(file),
     };
     let job = |outcome: &unit::Outcome| match outcome {
-        unit::Outcome::Kept { job, .. } | unit::Outcome::Rendered { job, .. } => job.split_once("/unit:").map(|(_, n)| n.to_owned()),
+        unit::Outcome::Kept { job, .. } | unit::Outcome::Rendered { job, .. } => unit::parse_job(job).map(|(_, n)| n.to_owned()),
     };
     outcomes.iter().filter(|outcome| reads(outcome)).filter_map(job).collect()
-}
-
-/// The memo of cluster `name` read again, for a whole render after one in part took from it.
-fn load(memos: &Path, name: &str) -> Saved {
-    super::load_memo(memos, name)
 }
 
 /// The layout of a render in part (`tree`, of the namespaces `changed` and the cluster's own
